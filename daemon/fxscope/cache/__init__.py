@@ -1,0 +1,16 @@
+"""Content-addressed trace results: file hashing and a SQLite store. Never imports torch."""
+
+from .hashing import FileHasher, hash_bytes, hash_json, hash_text
+from .store import DB_NAME, SCHEMA_VERSION, CacheHit, CacheStats, ResultCache
+
+__all__ = [
+    "DB_NAME",
+    "SCHEMA_VERSION",
+    "CacheHit",
+    "CacheStats",
+    "FileHasher",
+    "ResultCache",
+    "hash_bytes",
+    "hash_json",
+    "hash_text",
+]

@@ -1,0 +1,130 @@
+"""Baselines: accept today's findings, fail only on new ones.
+
+A fingerprint identifies a finding without its line number, so edits above it keep it stable: it
+hashes the code, the target, the workspace file, the stripped text of the offending line, the
+column range relative to that text, and an occurrence index among otherwise identical findings.
+
+>>> import tempfile
+>>> root = Path(tempfile.mkdtemp()); _ = (root / "m.py").write_text("if x:\\n")
+>>> f = {"code": "FXS101", "severity": "error", "message": "m", "file": "m.py", "line": 1, "target": "t"}
+>>> fingerprint(f, root) == fingerprint({**f, "message": "other"}, root)
+True
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from fxscope.cli.filters import recount
+from fxscope.cli.source import SourceCache, primary_location
+
+__all__ = ["BASELINE_VERSION", "filter_baseline", "fingerprint", "fingerprints", "write_baseline"]
+
+BASELINE_VERSION = 1
+
+
+def _stable_file(file: str, outside: bool) -> str:
+    """An outside file without anchor: drop the machine-specific prefix up to site-packages."""
+    if outside:
+        posix = file.replace("\\", "/")
+        marker = "/site-packages/"
+        if marker in posix:
+            return posix.rsplit(marker, 1)[1]
+    return file
+
+
+def _key(finding: Mapping[str, Any], root: Path, source: SourceCache) -> tuple[str, ...]:
+    """Everything a fingerprint hashes except the occurrence index."""
+    loc = primary_location(finding, root)
+    text = source.line(loc.file, loc.line)
+    if text is None:
+        line_part, span = f"line {loc.line}", f"{loc.column}:{loc.end_line}:{loc.end_column}"
+    else:
+        line_part = text.strip()
+        indent = len(text) - len(text.lstrip())
+        if loc.column is None:
+            span = ""
+        elif loc.end_line in (None, loc.line) and loc.end_column is not None:
+            span = f"{loc.column - indent}+{loc.end_column - loc.column}"
+        else:
+            span = f"{loc.column - indent}+{(loc.end_line or loc.line) - loc.line}l"
+    return (
+        str(finding["code"]),
+        str(finding["target"]),
+        _stable_file(loc.file, loc.outside),
+        line_part,
+        span,
+    )
+
+
+def _digest(key: tuple[str, ...], occurrence: int) -> str:
+    return hashlib.sha256("\0".join((*key, str(occurrence))).encode("utf-8")).hexdigest()
+
+
+def fingerprints(findings: list[Mapping[str, Any]], root: Path) -> list[str]:
+    """The fingerprint of each finding, in order; identical findings get distinct occurrence indexes
+    (numbered in source order)."""
+    source = SourceCache(root)
+    keys = [_key(f, root, source) for f in findings]
+    locs = [primary_location(f, root) for f in findings]
+    order = sorted(range(len(findings)), key=lambda i: (locs[i].line, locs[i].column or 0, i))
+    seen: dict[tuple[str, ...], int] = {}
+    out = [""] * len(findings)
+    for i in order:
+        occurrence = seen.get(keys[i], 0)
+        seen[keys[i]] = occurrence + 1
+        out[i] = _digest(keys[i], occurrence)
+    return out
+
+
+def fingerprint(finding: Mapping[str, Any], root: Path, occurrence: int = 0) -> str:
+    """The fingerprint of one finding (use :func:`fingerprints` to number duplicates)."""
+    return _digest(_key(finding, root, SourceCache(root)), occurrence)
+
+
+def write_baseline(path: Path, report: Mapping[str, Any], root: Path) -> int:
+    """Write every finding of ``report`` to the baseline file ``path``; returns how many."""
+    findings = report["findings"]
+    entries = []
+    for finding, fp in zip(findings, fingerprints(findings, root)):
+        loc = primary_location(finding, root)
+        entries.append(
+            {"fingerprint": fp, "code": finding["code"], "file": loc.file, "line": loc.line,
+             "message": finding["message"]}
+        )
+    entries.sort(key=lambda e: (e["file"], e["line"], e["code"], e["fingerprint"]))
+    doc = {"version": BASELINE_VERSION, "findings": entries}
+    Path(path).write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
+    return len(entries)
+
+
+def _load(path: Path) -> set[str]:
+    """The fingerprints in a baseline file; ValueError (one line) when it is missing or malformed."""
+    try:
+        doc = json.loads(Path(path).read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ValueError(f"cannot read baseline {path}: {exc.strerror or exc}") from None
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ValueError(f"baseline {path} is not valid JSON: {exc}") from None
+    if not isinstance(doc, dict) or doc.get("version") != BASELINE_VERSION:
+        raise ValueError(f"baseline {path} is not an fxscope baseline (version {BASELINE_VERSION})")
+    entries = doc.get("findings")
+    if not isinstance(entries, list) or not all(
+        isinstance(e, dict) and isinstance(e.get("fingerprint"), str) for e in entries
+    ):
+        raise ValueError(
+            f"baseline {path} is malformed: 'findings' must be a list of entries with a 'fingerprint'"
+        )
+    return {e["fingerprint"] for e in entries}
+
+
+def filter_baseline(report: dict[str, Any], path: Path, root: Path) -> dict[str, Any]:
+    """Drop findings recorded in the baseline file ``path``; their number goes to ``summary.baselined``."""
+    known = _load(path)
+    findings = report["findings"]
+    kept = [f for f, fp in zip(findings, fingerprints(findings, root)) if fp not in known]
+    return recount(report, kept, baselined=len(findings) - len(kept))

@@ -1,0 +1,139 @@
+"""Report filters: code selection, suppression comments, exit status.
+
+Each filter returns a new report (the input is not modified) whose ``summary.by_severity`` counts
+the findings that remain.
+
+>>> r = {"findings": [{"code": "FXS101", "severity": "error"}], "summary": {}}
+>>> len(select_findings(r, ["FXS2"], None)["findings"])
+0
+>>> exit_code(r, "error")
+1
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from fxscope.cli.source import SourceCache, primary_location
+from fxscope.trace.codes import CODES, SEVERITIES, severity_rank
+
+__all__ = [
+    "FAIL_ON",
+    "apply_suppressions",
+    "exit_code",
+    "parse_selectors",
+    "recount",
+    "select_findings",
+    "suppressed_codes",
+]
+
+#: Accepted values of ``--fail-on``.
+FAIL_ON = (*SEVERITIES, "never")
+
+_SUPPRESS = re.compile(r"#\s*fxscope\s*:\s*ignore(?![\w-])(?:\s*\[([^\]]*)\])?", re.IGNORECASE)
+
+
+def recount(report: dict[str, Any], findings: list[dict[str, Any]], **counters: int) -> dict[str, Any]:
+    """A copy of ``report`` with ``findings`` and a recomputed ``summary.by_severity``.
+
+    Keyword ``counters`` (``suppressed=2``) are added to the summary's existing counts.
+    """
+    summary = dict(report.get("summary", {}))
+    by_severity = {sev: 0 for sev in SEVERITIES}
+    for finding in findings:
+        by_severity[finding["severity"]] = by_severity.get(finding["severity"], 0) + 1
+    summary["by_severity"] = by_severity
+    for name, count in counters.items():
+        summary[name] = summary.get(name, 0) + count
+    return {**report, "findings": findings, "summary": summary}
+
+
+def parse_selectors(selectors: Iterable[str]) -> list[str]:
+    """Normalise ``--select``/``--ignore`` values: split commas, upper-case, check each one.
+
+    Raises ValueError for a selector that matches no known code (``FXS9``, ``E501``).
+    """
+    out: list[str] = []
+    for item in selectors:
+        for sel in item.split(","):
+            sel = sel.strip().upper()
+            if not sel:
+                continue
+            if sel != "ALL" and not any(code.startswith(sel) for code in CODES):
+                raise ValueError(f"unknown code or prefix: {sel!r} (expected e.g. FXS101, FXS1 or ALL)")
+            out.append(sel)
+    return out
+
+
+def _specificity(code: str, selectors: list[str]) -> int:
+    """Length of the longest selector matching ``code`` (``ALL`` = 0), -1 when none matches."""
+    best = -1
+    for sel in selectors:
+        if sel == "ALL":
+            best = max(best, 0)
+        elif code.startswith(sel):
+            best = max(best, len(sel))
+    return best
+
+
+def select_findings(
+    report: dict[str, Any], select: list[str] | None, ignore: list[str] | None
+) -> dict[str, Any]:
+    """Keep findings whose code is selected and not ignored, as ruff does.
+
+    Selectors are codes or prefixes (``FXS1`` = FXS1xx, ``ALL``). ``select=None`` selects every code.
+    When a code matches both lists the more specific selector wins (``--select FXS1 --ignore FXS104``
+    drops FXS104, ``--select FXS104 --ignore FXS1`` keeps it); on a tie, ignore wins.
+    """
+    sel = parse_selectors(select) if select is not None else ["ALL"]
+    ign = parse_selectors(ignore or [])
+    kept = [f for f in report["findings"] if _specificity(f["code"], sel) > _specificity(f["code"], ign)]
+    return recount(report, kept)
+
+
+def suppressed_codes(line: str) -> set[str] | None:
+    """Codes a ``# fxscope: ignore[...]`` comment on ``line`` suppresses; ``{"ALL"}`` for a bare
+    ``# fxscope: ignore``; None when there is no such comment.
+
+    >>> sorted(suppressed_codes("x = f(y)  # fxscope: ignore[ FXS101 , FXS104 ]"))
+    ['FXS101', 'FXS104']
+    """
+    found: set[str] | None = None
+    for match in _SUPPRESS.finditer(line):
+        found = found if found is not None else set()
+        if match.group(1) is None:
+            found.add("ALL")
+        else:
+            found.update(c.upper() for c in re.split(r"[\s,]+", match.group(1)) if c)
+    return found
+
+
+def apply_suppressions(report: dict[str, Any], root: Path) -> dict[str, Any]:
+    """Drop findings whose line carries ``# fxscope: ignore`` or ``# fxscope: ignore[FXS101, ...]``.
+
+    The line is the finding's primary location (the anchor when its file is outside the workspace).
+    The number dropped is added to ``summary.suppressed``.
+    """
+    source = SourceCache(root)
+    kept: list[dict[str, Any]] = []
+    for finding in report["findings"]:
+        loc = primary_location(finding, root)
+        text = source.line(loc.file, loc.line)
+        codes = suppressed_codes(text) if text is not None else None
+        if codes is not None and ("ALL" in codes or finding["code"] in codes):
+            continue
+        kept.append(finding)
+    return recount(report, kept, suppressed=len(report["findings"]) - len(kept))
+
+
+def exit_code(report: dict[str, Any], fail_on: str) -> int:
+    """1 when a finding is at or above the ``fail_on`` severity, else 0 (always 0 for ``never``)."""
+    if fail_on not in FAIL_ON:
+        raise ValueError(f"unknown --fail-on value {fail_on!r} (expected one of {', '.join(FAIL_ON)})")
+    if fail_on == "never":
+        return 0
+    limit = severity_rank(fail_on)
+    return int(any(severity_rank(f["severity"]) <= limit for f in report["findings"]))

@@ -1,0 +1,59 @@
+"""``--format github``: GitHub Actions workflow commands, one annotation per finding.
+
+>>> escape_property("a:b,c%")
+'a%3Ab%2Cc%25'
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from fxscope.cli.source import display_path, origin_location, primary_location, sort_key
+from fxscope.trace.codes import CODES
+
+__all__ = ["annotation", "escape_data", "escape_property", "render"]
+
+_COMMAND = {"error": "error", "warning": "warning", "info": "notice", "hint": "notice"}
+
+
+def escape_data(text: str) -> str:
+    """Escape a workflow command's message."""
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def escape_property(text: str) -> str:
+    """Escape a workflow command property value (``file=``, ``title=``)."""
+    return escape_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+def annotation(finding: dict[str, Any], root: Path) -> str:
+    """One ``::error file=...::message`` line for ``finding``."""
+    loc = primary_location(finding, root)
+    props = [("file", display_path(loc.file, root)), ("line", str(loc.line))]
+    if loc.column is not None:
+        props.append(("col", str(loc.column)))
+    if loc.end_line is not None:
+        props.append(("endLine", str(loc.end_line)))
+    if loc.column is not None and loc.end_column is not None:
+        props.append(("endColumn", str(loc.end_column)))
+    code = finding["code"]
+    name = CODES[code].name if code in CODES else ""
+    props.append(("title", f"{code} ({name})" if name else code))
+
+    lines = [finding["message"]]
+    origin = origin_location(finding, root)
+    if origin is not None:
+        col = f":{origin.column}" if origin.column is not None else ""
+        lines.append(f"at {origin.file}:{origin.line}{col}")
+    if finding.get("hint"):
+        lines.append(finding["hint"])
+    command = _COMMAND.get(finding["severity"], "notice")
+    head = ",".join(f"{key}={escape_property(value)}" for key, value in props)
+    return f"::{command} {head}::{escape_data(chr(10).join(lines))}"
+
+
+def render(report: dict[str, Any], *, color: bool = False, root: Path) -> str:
+    """Annotations for every finding, sorted by file, line, column, code (``color`` is ignored)."""
+    findings = sorted(report["findings"], key=lambda f: sort_key(f, root))
+    return "".join(annotation(f, root) + "\n" for f in findings)

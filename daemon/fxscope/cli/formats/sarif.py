@@ -1,0 +1,131 @@
+"""``--format sarif``: a SARIF 2.1.0 log for GitHub code scanning and other SARIF viewers.
+
+Workspace files are relative URIs against ``%SRCROOT%`` (declared in ``originalUriBaseIds``);
+a finding in a file outside the workspace is located at its anchor, with the outside location as a
+related location (absolute ``file://`` URI). The call chain (``related``) becomes a code flow.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+import fxscope
+from fxscope.cli.baseline import fingerprints
+from fxscope.cli.source import Location, location_of, origin_location, primary_location, sort_key
+from fxscope.trace.codes import CODES, Code
+
+__all__ = ["SARIF_SCHEMA", "render", "rule", "rules", "to_sarif"]
+
+#: The ``$schema`` of the log: the OASIS schema the package ships a copy of.
+SARIF_SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
+SRCROOT = "%SRCROOT%"
+
+_LEVEL = {"error": "error", "warning": "warning", "info": "note", "hint": "note"}
+#: GitHub code scanning reads this property: error, warning or recommendation.
+_PROBLEM_SEVERITY = {
+    "error": "error", "warning": "warning", "info": "recommendation", "hint": "recommendation"
+}
+_CATEGORY = {"1": "tracing", "2": "graph-transform", "3": "unused", "4": "target"}
+
+
+def rule(code: Code) -> dict[str, Any]:
+    """The SARIF reportingDescriptor of one finding code."""
+    return {
+        "id": code.code,
+        "name": code.name,
+        "shortDescription": {"text": code.title},
+        "fullDescription": {"text": code.help},
+        "help": {"text": code.help, "markdown": code.help},
+        "defaultConfiguration": {"level": _LEVEL[code.severity]},
+        "properties": {
+            "tags": ["torch.fx", _CATEGORY.get(code.code[3], "other")],
+            "problem.severity": _PROBLEM_SEVERITY[code.severity],
+        },
+    }
+
+
+def rules() -> list[dict[str, Any]]:
+    """A rule for every code in the code table, ordered by code."""
+    return [rule(CODES[c]) for c in sorted(CODES)]
+
+
+def _artifact(loc: Location) -> dict[str, Any]:
+    if loc.outside:
+        return {"uri": Path(loc.file).as_uri()}
+    return {"uri": quote(loc.file, safe="/"), "uriBaseId": SRCROOT}
+
+
+def _location(loc: Location, message: str | None = None) -> dict[str, Any]:
+    region: dict[str, Any] = {"startLine": loc.line}
+    if loc.column is not None:
+        region["startColumn"] = loc.column
+    if loc.end_line is not None:
+        region["endLine"] = loc.end_line
+    if loc.column is not None and loc.end_column is not None:
+        region["endColumn"] = loc.end_column
+    out: dict[str, Any] = {"physicalLocation": {"artifactLocation": _artifact(loc), "region": region}}
+    if message:
+        out["message"] = {"text": message}
+    return out
+
+
+def _result(finding: dict[str, Any], index: dict[str, int], fp: str, root: Path) -> dict[str, Any]:
+    text = finding["message"] + (f"\nHint: {finding['hint']}" if finding.get("hint") else "")
+    primary = primary_location(finding, root)
+    result: dict[str, Any] = {
+        "ruleId": finding["code"],
+        "ruleIndex": index[finding["code"]],
+        "level": _LEVEL[finding["severity"]],
+        "message": {"text": text},
+        "locations": [_location(primary)],
+        "partialFingerprints": {"fxscope/v1": fp},
+    }
+    related: list[dict[str, Any]] = []
+    origin = origin_location(finding, root)
+    if origin is not None:
+        related.append(_location(origin, "offending code (outside the workspace)"))
+    chain = [
+        (location_of(r, root), r.get("message") or "called from here")
+        for r in finding.get("related") or []
+    ]
+    related += [_location(loc, msg) for loc, msg in chain]
+    if related:
+        for i, item in enumerate(related, 1):
+            item["id"] = i
+        result["relatedLocations"] = related
+    if chain:
+        steps = [{"location": _location(loc, msg)} for loc, msg in chain]
+        steps.append({"location": _location(primary, finding["message"])})
+        result["codeFlows"] = [{"threadFlows": [{"locations": steps}]}]
+    props: dict[str, Any] = {"target": finding["target"]}
+    if finding.get("scopes"):
+        props["scopes"] = [f"{s['path'] or '<root>'} ({s['type']})" for s in finding["scopes"]]
+    result["properties"] = props
+    return result
+
+
+def to_sarif(report: dict[str, Any], root: Path) -> dict[str, Any]:
+    """The SARIF log (a dict) for ``report``."""
+    driver_rules = rules()
+    index = {r["id"]: i for i, r in enumerate(driver_rules)}
+    findings = sorted(report["findings"], key=lambda f: sort_key(f, root))
+    for code in sorted({f["code"] for f in findings} - set(index)):  # a code newer than the table
+        index[code] = len(driver_rules)
+        driver_rules.append({"id": code})
+    version = report.get("tool", {}).get("version", fxscope.__version__)
+    run: dict[str, Any] = {
+        "tool": {"driver": {"name": "fxscope", "version": version, "rules": driver_rules}},
+        "originalUriBaseIds": {SRCROOT: {"uri": Path(root).absolute().as_uri().rstrip("/") + "/"}},
+        "columnKind": "unicodeCodePoints",
+        "results": [_result(f, index, fp, root) for f, fp in zip(findings, fingerprints(findings, root))],
+        "properties": {"summary": report.get("summary", {}), "torch": report.get("torch", "")},
+    }
+    return {"$schema": SARIF_SCHEMA, "version": "2.1.0", "runs": [run]}
+
+
+def render(report: dict[str, Any], *, color: bool = False, root: Path) -> str:
+    """The SARIF log as indented JSON (``color`` is ignored)."""
+    return json.dumps(to_sarif(report, root), indent=2) + "\n"

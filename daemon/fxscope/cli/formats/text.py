@@ -1,0 +1,170 @@
+"""``--format text``: findings for people, like ruff's and pyright's terminal output.
+
+::
+
+    models/gpt.py:42:12: FXS101 A traced value decides Python control flow
+      42 |         if mask.any():
+         |            ^^^^^^^^^^
+      hint: Compute both branches and select with `torch.where`.
+      in: blocks.0.attn (models.gpt.Attn), blocks.1.attn (models.gpt.Attn)
+      via: models/gpt.py:80
+
+    Found 1 error in 1 of 2 targets (1 traced, 1 partial) in 0.42s
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from fxscope.cli.source import (
+    Location,
+    SourceCache,
+    display_path,
+    location_of,
+    origin_location,
+    primary_location,
+    sort_key,
+)
+from fxscope.trace.codes import SEVERITIES
+
+__all__ = ["render", "summary_line"]
+
+#: How many scopes ``in:`` lists before "and N more".
+MAX_SCOPES = 5
+
+_STATUSES = ("traced", "partial", "failed", "error", "skipped")
+_SEVERITY_STYLE = {"error": "1;31", "warning": "1;33", "info": "1;36", "hint": "1;36"}
+_PLURAL = {"error": "errors", "warning": "warnings", "info": "info", "hint": "hints"}
+
+
+class _Style:
+    """ANSI styling that is a no-op when colour is off."""
+
+    def __init__(self, color: bool) -> None:
+        self.color = color
+
+    def __call__(self, text: str, sgr: str) -> str:
+        return f"\x1b[{sgr}m{text}\x1b[0m" if self.color and text else text
+
+
+def _position(loc: Location) -> str:
+    return f"{loc.line}:{loc.column}" if loc.column is not None else f"{loc.line}"
+
+
+def _snippet(loc: Location, source: SourceCache, style: _Style, sgr: str) -> list[str]:
+    """The source line with a caret range under ``column..end_column`` (to the end of the line
+    when the range spans lines, under the whole statement when there is no column)."""
+    text = source.line(loc.file, loc.line)
+    if text is None:
+        return []
+    text = text.rstrip()
+    if loc.column is None:
+        start, end = len(text) - len(text.lstrip()), len(text)
+    else:
+        start = loc.column - 1
+        if loc.end_line not in (None, loc.line):
+            end = len(text)
+        elif loc.end_column is not None:
+            end = min(loc.end_column - 1, len(text))
+        else:
+            end = start + 1
+    end = max(end, start + 1)
+    number = str(loc.line)
+    gutter = " " * len(number)
+    lines = [f"  {style(number, '36')} {style('|', '36')} {text}"]
+    if start <= len(text):
+        # Keep tabs in the padding so the carets line up with the source in a terminal.
+        pad = "".join(c if c == "\t" else " " for c in text[:start])
+        lines.append(f"  {gutter} {style('|', '36')} {pad}{style('^' * (end - start), sgr)}")
+    return lines
+
+
+def _scopes(scopes: list[dict[str, Any]]) -> str:
+    shown = [f"{s['path'] or '<root>'} ({s['type']})" for s in scopes[:MAX_SCOPES]]
+    more = len(scopes) - MAX_SCOPES
+    return ", ".join(shown) + (f" and {more} more" if more > 0 else "")
+
+
+def _finding(finding: dict[str, Any], root: Path, source: SourceCache, style: _Style) -> list[str]:
+    sgr = _SEVERITY_STYLE.get(finding["severity"], "1")
+    loc = primary_location(finding, root)
+    head = f"{style(display_path(loc.file, root), '1')}:{_position(loc)}: "
+    lines = [head + f"{style(finding['code'], sgr)} {finding['message']}"]
+    lines += _snippet(loc, source, style, sgr)
+    origin = origin_location(finding, root)
+    if origin is not None:
+        lines.append(f"  {style('origin:', '1')} {origin.file}:{_position(origin)}")
+        lines += _snippet(origin, source, style, sgr)
+    if finding.get("hint"):
+        lines.append(f"  {style('hint:', '1;36')} {finding['hint']}")
+    if finding.get("scopes"):
+        lines.append(f"  {style('in:', '1')} {_scopes(finding['scopes'])}")
+    for rel in finding.get("related") or []:
+        where = location_of(rel, root)
+        path = where.file if where.outside else display_path(where.file, root)
+        note = f" ({rel['message']})" if rel.get("message") else ""
+        lines.append(f"  {style('via:', '1')} {path}:{_position(where)}{note}")
+    return lines
+
+
+def _count(n: int, singular: str, plural: str) -> str:
+    return f"{n} {singular if n == 1 else plural}"
+
+
+def _targets_phrase(summary: dict[str, Any]) -> str:
+    """``5 targets traced (3 cached)`` or ``5 targets (4 traced, 1 partial; 1 cached)``."""
+    total = int(summary.get("targets", 0))
+    by_status = {s: int(n) for s, n in summary.get("by_status", {}).items() if n}
+    order = [s for s in _STATUSES if s in by_status] + sorted(set(by_status) - set(_STATUSES))
+    cached = int(summary.get("cached", 0) or 0)
+    noun = "target" if total == 1 else "targets"
+    if by_status and list(by_status) == ["traced"] and by_status["traced"] == total:
+        core, parts = f"{total} {noun} traced", []
+    else:
+        core, parts = f"{total} {noun}", [f"{by_status[s]} {s}" for s in order]
+    extra = ", ".join(parts)
+    if cached:
+        extra = f"{extra}; {cached} cached" if extra else f"{cached} cached"
+    return f"{core} ({extra})" if extra else core
+
+
+def summary_line(report: dict[str, Any], *, color: bool = False) -> str:
+    """The closing line: ``Found 3 errors, 1 warning in 2 of 5 targets (...) in 0.42s`` or
+    ``All checks passed: 5 targets traced (3 cached) in 0.12s``."""
+    style = _Style(color)
+    summary = report.get("summary", {})
+    findings = report["findings"]
+    seconds = float(summary.get("duration_ms", 0)) / 1000
+    dropped = [
+        f"{summary[k]} {label}"
+        for k, label in (("suppressed", "suppressed"), ("baselined", "in baseline"))
+        if summary.get(k)
+    ]
+    tail = f" in {seconds:.2f}s" + (f" ({', '.join(dropped)})" if dropped else "")
+    if not findings:
+        if not summary.get("targets"):
+            return style("No targets to check", "1") + tail
+        return style("All checks passed", "1;32") + f": {_targets_phrase(summary)}{tail}"
+    counts: dict[str, int] = {}
+    for f in findings:
+        counts[f["severity"]] = counts.get(f["severity"], 0) + 1
+    found = ", ".join(
+        _count(counts[s], s, _PLURAL[s]) for s in SEVERITIES if counts.get(s)
+    )
+    worst = next(s for s in SEVERITIES if counts.get(s))
+    hit = len({f["target"] for f in findings})
+    head = style(f"Found {found}", _SEVERITY_STYLE[worst])
+    return f"{head} in {hit} of {_targets_phrase(summary)}{tail}"
+
+
+def render(report: dict[str, Any], *, color: bool = False, root: Path) -> str:
+    """Every finding (sorted by file, line, column, code) with its source line, then the summary."""
+    style = _Style(color)
+    source = SourceCache(root)
+    blocks = [
+        "\n".join(_finding(f, root, source, style))
+        for f in sorted(report["findings"], key=lambda f: sort_key(f, root))
+    ]
+    blocks.append(summary_line(report, color=color))
+    return "\n\n".join(blocks) + "\n"

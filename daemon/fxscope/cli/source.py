@@ -1,0 +1,145 @@
+"""Finding locations and source lines, shared by the output formats, filters and baseline.
+
+A finding's ``file`` is root-relative (posix) inside the workspace and absolute outside it; then its
+``anchor`` is the innermost workspace location on the way there. Every front end shows, suppresses
+and fingerprints a finding at its *primary* location: the anchor when the file is outside.
+
+>>> finding = {"file": "/site/lib.py", "line": 3, "anchor": {"file": "m.py", "line": 9}}
+>>> loc = primary_location(finding, Path("/w"))
+>>> (loc.file, loc.line, loc.outside)
+('m.py', 9, False)
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+__all__ = [
+    "Location",
+    "SourceCache",
+    "absolute_path",
+    "display_path",
+    "location_of",
+    "origin_location",
+    "primary_location",
+    "relative_file",
+    "sort_key",
+]
+
+_NEWLINE = re.compile(r"\r\n|\r|\n")
+
+
+@dataclass(frozen=True)
+class Location:
+    """A 1-based source range; ``file`` is root-relative posix, or absolute when ``outside``."""
+
+    file: str
+    line: int
+    column: int | None = None
+    end_line: int | None = None
+    end_column: int | None = None
+    outside: bool = False
+
+
+def relative_file(file: str, root: Path) -> str | None:
+    """``file`` relative to ``root`` as a posix path, or None when it lies outside the workspace."""
+    if not os.path.isabs(file):
+        return PurePosixPath(file.replace("\\", "/")).as_posix()
+    path = Path(file)
+    for base in (root, root.resolve()):
+        try:
+            return path.relative_to(base).as_posix()
+        except ValueError:
+            continue
+    return None
+
+
+def location_of(loc: Mapping[str, Any], root: Path) -> Location:
+    """The :class:`Location` of a finding, anchor or related entry (a dict with file/line/...)."""
+    file = str(loc["file"])
+    rel = relative_file(file, root)
+    return Location(
+        file=rel if rel is not None else file,
+        line=int(loc["line"]),
+        column=loc.get("column"),
+        end_line=loc.get("end_line"),
+        end_column=loc.get("end_column"),
+        outside=rel is None,
+    )
+
+
+def primary_location(finding: Mapping[str, Any], root: Path) -> Location:
+    """Where a finding is shown: its own location, or its anchor when the file is outside."""
+    own = location_of(finding, root)
+    anchor = finding.get("anchor")
+    if own.outside and anchor:
+        return location_of(anchor, root)
+    return own
+
+
+def origin_location(finding: Mapping[str, Any], root: Path) -> Location | None:
+    """The finding's own location when it is not the primary one (file outside, anchor given)."""
+    own = location_of(finding, root)
+    if own.outside and finding.get("anchor"):
+        return own
+    return None
+
+
+def absolute_path(file: str, root: Path) -> Path:
+    """The file on disk: ``root / file`` for a workspace path, ``file`` itself when absolute."""
+    return Path(file) if os.path.isabs(file) else root / file
+
+
+def display_path(file: str, root: Path, cwd: Path | None = None) -> str:
+    """How a path is printed: relative to the current directory when under it, else absolute."""
+    path = absolute_path(file, root)
+    base = cwd if cwd is not None else Path.cwd()
+    try:
+        return path.relative_to(base).as_posix()
+    except ValueError:
+        pass
+    try:
+        return path.resolve().relative_to(base.resolve()).as_posix()
+    except (ValueError, OSError):
+        return path.as_posix() if not os.path.isabs(file) else file
+
+
+def sort_key(finding: Mapping[str, Any], root: Path) -> tuple[Any, ...]:
+    """Order findings by primary file, line, column, code (then message, for stability)."""
+    loc = primary_location(finding, root)
+    return (loc.outside, loc.file, loc.line, loc.column or 0, finding["code"], finding["message"])
+
+
+class SourceCache:
+    """Reads each source file at most once; missing or unreadable files give None."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self._files: dict[str, list[str] | None] = {}
+
+    def lines(self, file: str) -> list[str] | None:
+        """All lines of ``file`` (without line endings), or None when it cannot be read."""
+        if file not in self._files:
+            try:
+                text = absolute_path(file, self.root).read_text(encoding="utf-8", errors="replace")
+            except OSError:
+                self._files[file] = None
+            else:
+                # Python numbers lines by \n, \r\n and \r only (str.splitlines also splits on \f...).
+                lines = _NEWLINE.split(text)
+                if lines and lines[-1] == "":
+                    lines.pop()
+                self._files[file] = lines
+        return self._files[file]
+
+    def line(self, file: str, lineno: int) -> str | None:
+        """Line ``lineno`` (1-based) of ``file``, or None when it does not exist."""
+        lines = self.lines(file)
+        if lines is None or not 1 <= lineno <= len(lines):
+            return None
+        return lines[lineno - 1]

@@ -1,0 +1,176 @@
+"""Which files belong to the workspace, their root-relative names and their import names.
+
+Patterns follow gitignore conventions: a pattern without ``/`` matches a file or directory name at
+any depth (``.venv``, ``*.egg-info``, ``*.py``); a pattern with ``/`` is anchored at the root and
+``**`` spans any number of directories (``tests/**/fixtures``, ``**/*.py``). Only ``.py`` files are
+ever listed. Excluded directories are pruned during the walk, so a large ``.venv`` costs nothing.
+
+>>> from fxscope.project.config import Config
+>>> config = Config(root=Path("/ws"), python_path=(Path("/ws"), Path("/ws/src")))
+>>> module_name_for(config, Path("/ws/src/pkg/__init__.py")), relpath(config, Path("/ws/src/pkg/m.py"))
+('pkg', 'src/pkg/m.py')
+"""
+
+from __future__ import annotations
+
+import functools
+import keyword
+import os
+import re
+from pathlib import Path
+
+from .config import Config
+
+__all__ = ["is_included", "module_name_for", "relpath", "workspace_files"]
+
+
+@functools.lru_cache(maxsize=512)
+def _compile(pattern: str) -> tuple[bool, re.Pattern[str]]:
+    """(anchored, regex) for one glob pattern; unanchored patterns match a single path part."""
+    pattern = pattern.strip()
+    while pattern.startswith("./"):
+        pattern = pattern[2:]
+    pattern = pattern.rstrip("/")
+    anchored = "/" in pattern
+    pattern = pattern.lstrip("/")
+    out = []
+    segments = pattern.split("/")
+    for index, segment in enumerate(segments):
+        last = index == len(segments) - 1
+        if segment == "**":
+            out.append(".*" if last else "(?:[^/]+/)*")
+            continue
+        out.append(_segment_regex(segment))
+        if not last:
+            out.append("/")
+    return anchored, re.compile("".join(out) + r"\Z")
+
+
+def _segment_regex(segment: str) -> str:
+    out, i = [], 0
+    while i < len(segment):
+        char = segment[i]
+        if char == "*":
+            while i + 1 < len(segment) and segment[i + 1] == "*":
+                i += 1
+            out.append("[^/]*")
+        elif char == "?":
+            out.append("[^/]")
+        elif char == "[":
+            end = segment.find("]", i + 2 if segment[i + 1 : i + 2] in ("!", "]") else i + 1)
+            if end < 0:
+                out.append(re.escape(char))
+            else:
+                body = segment[i + 1 : end]
+                if body.startswith("!"):
+                    body = "^" + body[1:]
+                out.append("[" + body.replace("\\", "\\\\").replace("/", "") + "]")
+                i = end
+        else:
+            out.append(re.escape(char))
+        i += 1
+    return "".join(out)
+
+
+def _matches(patterns: tuple[str, ...], rel: str) -> bool:
+    name = rel.rsplit("/", 1)[-1]
+    for pattern in patterns:
+        anchored, regex = _compile(pattern)
+        if regex.match(rel if anchored else name):
+            return True
+    return False
+
+
+def _dir_excluded(config: Config, rel_dir: str) -> bool:
+    if _matches(config.exclude, rel_dir):
+        return True
+    # ``a/**`` excludes everything below ``a``, so ``a`` itself can be pruned.
+    below = tuple("/" + p.rstrip("/")[:-3] for p in config.exclude if p.rstrip("/").endswith("/**"))
+    return bool(below) and _matches(below, rel_dir)
+
+
+def _file_wanted(config: Config, rel: str) -> bool:
+    return (
+        rel.endswith(".py")
+        and not _matches(config.exclude, rel)
+        and _matches(config.include, rel)
+    )
+
+
+def workspace_files(config: Config) -> list[Path]:
+    """Every included ``.py`` file under ``config.root``, sorted, absolute."""
+    root = str(config.root)
+    found: list[Path] = []
+    for directory, dirs, files in os.walk(root):
+        rel_dir = os.path.relpath(directory, root).replace(os.sep, "/")
+        prefix = "" if rel_dir == "." else rel_dir + "/"
+        dirs[:] = sorted(d for d in dirs if not _dir_excluded(config, prefix + d))
+        for name in files:
+            if name.endswith(".py") and _file_wanted(config, prefix + name):
+                found.append(Path(directory, name))
+    found.sort()
+    return found
+
+
+def relpath(config: Config, path: Path | str) -> str:
+    """``path`` relative to the root with ``/`` separators; absolute (posix) when outside it."""
+    text = os.path.normpath(os.path.join(config.root, path))
+    root = str(config.root)
+    if text.startswith(root) and text[len(root) : len(root) + 1] == os.sep:  # the common case
+        return text[len(root) + 1 :].replace(os.sep, "/")
+    try:
+        return _resolved(Path(text)).relative_to(_resolved(config.root)).as_posix()
+    except ValueError:
+        return Path(text).as_posix()
+
+
+def _resolved(path: Path) -> Path:
+    try:
+        return path.resolve()
+    except (OSError, RuntimeError):
+        return path
+
+
+def is_included(config: Config, path: Path | str) -> bool:
+    """Whether ``path`` (absolute or root-relative; need not exist) is a workspace file."""
+    rel = relpath(config, path)
+    if rel.startswith("/") or rel.startswith("../") or rel in ("", "."):
+        return False
+    parts = rel.split("/")
+    for index in range(1, len(parts)):
+        if _dir_excluded(config, "/".join(parts[:index])):
+            return False
+    return _file_wanted(config, rel)
+
+
+def module_name_for(config: Config, path: Path | str) -> str | None:
+    """Dotted import name of ``path`` through the longest ``python_path`` entry containing it.
+
+    ``src/pkg/m.py`` -> ``pkg.m``, ``pkg/__init__.py`` -> ``pkg``; ``None`` when the file is under
+    no entry or a part of its path is not an identifier.
+    """
+    path = Path(path)
+    if not path.is_absolute():
+        path = config.root / path
+    path = Path(os.path.normpath(path))
+    best: tuple[str, ...] | None = None
+    for entry in config.python_path:
+        try:
+            parts = path.relative_to(entry).parts
+        except ValueError:
+            continue
+        if best is None or len(parts) < len(best):
+            best = parts
+    return None if best is None else dotted_module_name(best)
+
+
+def dotted_module_name(parts: tuple[str, ...] | list[str]) -> str | None:
+    """``("pkg", "m.py")`` -> ``"pkg.m"``; ``None`` for non-``.py`` files or non-identifier parts."""
+    if not parts or not parts[-1].endswith(".py"):
+        return None
+    names = list(parts[:-1]) + [parts[-1][:-3]]
+    if names[-1] == "__init__":
+        names.pop()
+    if not names or not all(n.isidentifier() and not keyword.iskeyword(n) for n in names):
+        return None
+    return ".".join(names)

@@ -1,0 +1,147 @@
+"""The finding codes: fixed meanings, default severities, names and help texts.
+
+Every front end (CLI formats, SARIF rules, LSP diagnostics) reads this table; a new code takes a
+new number, an existing code never changes meaning.
+
+>>> CODES["FXS101"].severity
+'error'
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["Code", "CODES", "SEVERITIES", "severity_rank"]
+
+
+@dataclass(frozen=True)
+class Code:
+    """One finding code: ``code`` (``FXS101``), ``name`` (kebab-case rule name), default
+    ``severity``, a one-line ``title`` and a longer ``help`` text (how to fix it)."""
+
+    code: str
+    name: str
+    severity: str
+    title: str
+    help: str
+
+
+#: Severities from most to least severe.
+SEVERITIES = ("error", "warning", "info", "hint")
+
+
+def severity_rank(severity: str) -> int:
+    """0 for ``error`` up to 3 for ``hint`` (lower is more severe)."""
+    return SEVERITIES.index(severity)
+
+
+_TABLE = [
+    Code(
+        "FXS101", "traced-control-flow", "error",
+        "A traced value decides Python control flow",
+        "Symbolic tracing cannot know the value of a tensor, so `if`, `while`, `assert`, `bool()`, "
+        "`and`, `or` and `not` on it cannot be recorded. Compute both branches and select with "
+        "`torch.where`, move the decision into a function marked with `torch.fx.wrap`, pass the "
+        "deciding argument as a concrete arg, or register the module as a leaf.",
+    ),
+    Code(
+        "FXS102", "traced-iteration", "error",
+        "A traced value is iterated",
+        "The length of a traced value is unknown while tracing, so `for`, `*x`, `list(x)` and "
+        "`f(*x.shape)` cannot be recorded. Use tensor ops (`torch.unbind`, `torch.split`, "
+        "`x.flatten`), index with known constants, or wrap the helper with `torch.fx.wrap`.",
+    ),
+    Code(
+        "FXS103", "traced-len", "error",
+        "`len()` of a traced value",
+        "`len()` must return a Python int, which a traced value does not have. Use `x.size(0)` or "
+        "`x.shape[0]` (recorded in the graph), or call `torch.fx.wrap('len')` at module scope.",
+    ),
+    Code(
+        "FXS104", "traced-python-number", "error",
+        "A traced value is used as a Python number or index",
+        "`int()`, `float()`, `range()` and list indexing need a concrete number. Keep the value as a "
+        "tensor (`torch.arange`, `torch.index_select`, `x.narrow`), pass it as a concrete arg, or "
+        "move the code into a function marked with `torch.fx.wrap`.",
+    ),
+    Code(
+        "FXS105", "traced-item-assignment", "error",
+        "Item assignment into a traced value",
+        "`x[i] = v` mutates a traced value in place, which symbolic tracing does not record. Build "
+        "the result functionally: `torch.where`, `x.index_put(...)`, `x.masked_fill(...)` or "
+        "`torch.cat`.",
+    ),
+    Code(
+        "FXS106", "traced-value-leaves-torch", "error",
+        "A traced value reaches non-torch code",
+        "numpy, `.tolist()`, `.item()` and `.numpy()` need real data, which a traced value does not "
+        "have. Keep the computation in torch ops, or mark the helper with `torch.fx.wrap` so it "
+        "becomes one opaque node.",
+    ),
+    Code(
+        "FXS107", "trace-exception", "error",
+        "An exception was raised while tracing",
+        "The original error is kept in the message. Common fixes: pass concrete args for non-tensor "
+        "inputs, mark the helper with `torch.fx.wrap`, or register the module as a leaf "
+        "(`leaf-modules` in [tool.fxscope]).",
+    ),
+    Code(
+        "FXS201", "dead-inplace-op", "warning",
+        "In-place op whose result has no users",
+        "`Graph.eliminate_dead_code()` removes nodes without users, so this in-place op vanishes "
+        "from the transformed model and its result changes. Use the out-of-place op and assign its "
+        "result (`x = x.add(1)`), or return/consume the mutated value.",
+    ),
+    Code(
+        "FXS301", "unused-submodule", "hint",
+        "A submodule is never called in forward",
+        "The submodule is assigned in `__init__` but forward never calls it. Remove it, or call "
+        "it; unused modules keep their parameters in the state dict and confuse graph passes.",
+    ),
+    Code(
+        "FXS302", "unused-parameter", "warning",
+        "A parameter is never used in forward",
+        "DistributedDataParallel fails on parameters that get no gradient (`find_unused_parameters`). "
+        "Remove the parameter, use it, or freeze it with `requires_grad_(False)`.",
+    ),
+    Code(
+        "FXS401", "target-build-failed", "error",
+        "The target could not be built",
+        "The constructor or factory raised. Fix the error, or configure a factory in "
+        "[tool.fxscope.targets] that builds the model with valid arguments.",
+    ),
+    Code(
+        "FXS402", "import-failed", "error",
+        "A model file could not be imported",
+        "Fix the syntax or import error; fxscope imports the file the way Python would, with the "
+        "configured `python-path` on sys.path.",
+    ),
+    Code(
+        "FXS403", "trace-timeout", "error",
+        "Tracing timed out",
+        "Tracing did not finish within `timeout` seconds; the location is where it was stuck. Look "
+        "for a loop whose exit depends on a traced value, or raise `timeout` in [tool.fxscope].",
+    ),
+    Code(
+        "FXS404", "trace-process-died", "error",
+        "The tracing process died",
+        "The model code killed the process (a signal, `os._exit`, `sys.exit`, a native crash or the "
+        "memory limit). fxscope's own process is unaffected; fix the code at the location shown.",
+    ),
+    Code(
+        "FXS405", "needs-constructor-args", "info",
+        "The class needs constructor arguments and no factory is configured",
+        "Add a target with a factory that builds it: `[tool.fxscope.targets.NAME] factory = "
+        "\"pkg.module:build\"`, returning a module or (module, concrete_args).",
+    ),
+    Code(
+        "FXS406", "built-on-cpu", "info",
+        "The model could not be built on the meta device and was built on CPU",
+        "Construction under `torch.device('meta')` raised, so weights were allocated on CPU. Make "
+        "the constructor device-agnostic (avoid `.item()`, numpy or in-place data init on "
+        "parameters), or set `device = \"cpu\"` to skip the meta attempt.",
+    ),
+]
+
+#: Code string -> :class:`Code`.
+CODES: dict[str, Code] = {c.code: c for c in _TABLE}

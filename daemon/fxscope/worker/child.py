@@ -1,0 +1,305 @@
+"""What a job's child process does between ``os.fork()`` in the zygote and ``os._exit()``.
+
+The child isolates itself (process group, default signal handlers, output captured to a file,
+memory and recursion limits, stack dumps on SIGUSR1 and fatal signals), runs the job's runner
+and writes a JSON result file atomically. Every exception, ``SystemExit`` included, becomes a
+fault dict; the child never returns to the zygote's loop.
+"""
+
+from __future__ import annotations
+
+import faulthandler
+import importlib
+import json
+import os
+import re
+import resource
+import signal
+import sys
+import traceback
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any, NoReturn
+
+from . import touched
+from .overlay import install_overlays
+
+__all__ = [
+    "DEFAULT_RUNNER",
+    "JobFiles",
+    "OUTPUT_LIMIT",
+    "parse_faulthandler",
+    "read_output",
+    "run_child",
+]
+
+DEFAULT_RUNNER = "fxscope.worker.runner:run_trace_job"
+OUTPUT_LIMIT = 64 * 1024
+DEFAULT_RECURSION_LIMIT = 4000
+STACK_LIMIT = 64 * 1024 * 1024
+MAX_FRAMES = 100
+_THIS_FILE = os.path.normcase(os.path.abspath(__file__))
+_EXIT_NO_RESULT = 70
+
+
+@dataclass(frozen=True)
+class JobFiles:
+    """Per-job files in the zygote's scratch directory."""
+
+    directory: str
+
+    @property
+    def result(self) -> str:
+        return os.path.join(self.directory, "result.json")
+
+    @property
+    def output(self) -> str:
+        return os.path.join(self.directory, "output.txt")
+
+    @property
+    def stack(self) -> str:
+        return os.path.join(self.directory, "stack.txt")
+
+
+Frame = dict[str, Any]
+
+
+def read_output(path: str, limit: int = OUTPUT_LIMIT) -> str:
+    """Return the captured output in ``path``, keeping its head and tail if over ``limit`` bytes."""
+    try:
+        with open(path, "rb") as fh:
+            size = os.fstat(fh.fileno()).st_size
+            if size <= limit:
+                data = fh.read()
+            else:
+                head = fh.read(limit // 4)
+                fh.seek(size - (limit - limit // 4))
+                tail = fh.read()
+                omitted = size - len(head) - len(tail)
+                data = head + f"\n... [{omitted} bytes omitted] ...\n".encode() + tail
+    except OSError:
+        return ""
+    return data.decode("utf-8", errors="replace")
+
+
+_THREAD_RE = re.compile(r"^(Current thread|Thread) (0x[0-9a-fA-F]+)\b.*\(most recent call first\):")
+_STACK_RE = re.compile(r"^Stack \(most recent call first\):")
+_FRAME_RE = re.compile(r'^\s+File "(.*)", line (\d+|\?+) in (.*?)\s*$')
+
+
+def _user_frames(frames: list[Frame]) -> list[Frame]:
+    """Drop the worker's own frames: keep what follows the last frame in this module."""
+    for i in range(len(frames) - 1, -1, -1):
+        if os.path.normcase(os.path.abspath(frames[i]["file"])) == _THIS_FILE:
+            return frames[i + 1 :]
+    return frames
+
+
+def parse_faulthandler(text: str) -> dict[str, Any]:
+    """Parse a ``faulthandler`` dump into ``{"stack": [...], "threads": [...]}``.
+
+    Frames are ``{"file", "line", "name"}`` dicts, outermost first. ``stack`` is the thread that
+    received the signal (the main thread); ``threads`` lists the others as ``{"thread", "stack"}``.
+    Only the last dump in ``text`` is used.
+    """
+    blocks: list[tuple[str, bool, list[Frame]]] = []
+    for line in text.splitlines():
+        m = _THREAD_RE.match(line)
+        if m:
+            if m.group(1) == "Current thread" and any(b[1] for b in blocks):
+                blocks = []  # a later dump starts
+            blocks.append((m.group(2), m.group(1) == "Current thread", []))
+            continue
+        if _STACK_RE.match(line):
+            blocks = [("", True, [])]
+            continue
+        m = _FRAME_RE.match(line)
+        if m and blocks:
+            lineno = int(m.group(2)) if m.group(2).isdigit() else None
+            blocks[-1][2].append({"file": m.group(1), "line": lineno, "name": m.group(3)})
+    stack: list[Frame] = []
+    threads: list[dict[str, Any]] = []
+    for ident, current, frames in blocks:
+        frames = _user_frames(list(reversed(frames)))
+        if current:
+            stack = frames
+        else:
+            threads.append({"thread": ident, "stack": frames})
+    return {"stack": stack, "threads": threads}
+
+
+def _tb_frames(tb: TracebackType | None) -> tuple[list[Frame], int]:
+    frames = [
+        {"file": f.filename, "line": f.lineno, "name": f.name}
+        for f in traceback.extract_tb(tb)
+        if not f.filename.startswith("<frozen importlib")
+    ]
+    frames = _user_frames(frames)
+    omitted = 0
+    if len(frames) > MAX_FRAMES:
+        keep = MAX_FRAMES // 2
+        omitted = len(frames) - 2 * keep
+        frames = frames[:keep] + frames[-keep:]
+    return frames, omitted
+
+
+def _safe_str(value: object) -> str:
+    try:
+        return str(value)
+    except BaseException:  # noqa: BLE001 - a broken __str__ must not lose the fault
+        return f"<unprintable {type(value).__name__}>"
+
+
+def exception_fault(exc: BaseException) -> dict[str, Any]:
+    """Describe ``exc`` as an ``exception`` (or, for ``SystemExit``, ``exit``) fault dict."""
+    frames, omitted = _tb_frames(exc.__traceback__)
+    if isinstance(exc, SystemExit):
+        code = exc.code
+        fault: dict[str, Any] = {"fault": "exit"}
+        if code is None or isinstance(code, int):
+            fault["exit_code"] = 0 if code is None else code
+        else:
+            fault["exit_code"] = 1
+            fault["message"] = _safe_str(code)
+    else:
+        fault = {"fault": "exception", "type": type(exc).__qualname__, "message": _safe_str(exc)}
+        module = type(exc).__module__
+        if module not in ("builtins", None):
+            fault["type"] = f"{module}.{type(exc).__qualname__}"
+    fault["traceback"] = frames
+    if omitted:
+        fault["frames_omitted"] = omitted
+    return fault
+
+
+def _resolve_runner(spec: str) -> Callable[[dict[str, Any]], Any]:
+    module_name, sep, attr = spec.partition(":")
+    if not sep or not module_name or not attr:
+        raise ValueError(f"runner must be 'module:function', got {spec!r}")
+    obj: Any = importlib.import_module(module_name)
+    for part in attr.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+def _set_limits(job: dict[str, Any]) -> None:
+    soft, hard = resource.getrlimit(resource.RLIMIT_STACK)
+    if soft != resource.RLIM_INFINITY and soft < STACK_LIMIT:
+        target = STACK_LIMIT if hard == resource.RLIM_INFINITY else min(STACK_LIMIT, hard)
+        try:
+            resource.setrlimit(resource.RLIMIT_STACK, (target, hard))
+        except (ValueError, OSError):
+            pass
+    sys.setrecursionlimit(int(job.get("recursion_limit") or DEFAULT_RECURSION_LIMIT))
+    limit_mb = job.get("memory_limit_mb")
+    if limit_mb:
+        vm_bytes = 0
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith("VmSize:"):
+                    vm_bytes = int(line.split()[1]) * 1024
+                    break
+        limit = vm_bytes + int(limit_mb) * 1024 * 1024
+        _, hard = resource.getrlimit(resource.RLIMIT_AS)
+        if hard != resource.RLIM_INFINITY:
+            limit = min(limit, hard)
+        resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
+
+
+def _isolate(close_fds: Iterable[int], parent_pid: int, prctl: Callable[..., int] | None) -> None:
+    for sig in (signal.SIGCHLD, signal.SIGTERM, signal.SIGHUP, signal.SIGUSR1, signal.SIGUSR2):
+        signal.signal(sig, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.set_wakeup_fd(-1)
+    for fd in close_fds:
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+    if prctl is not None:
+        prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG: die with the zygote
+    if os.getppid() != parent_pid:
+        os._exit(_EXIT_NO_RESULT)
+    try:
+        os.setpgid(0, 0)
+    except OSError:
+        pass
+
+
+def _capture_output(files: JobFiles) -> Any:
+    fd = os.open(files.output, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND, 0o600)
+    os.dup2(fd, 1)
+    os.dup2(fd, 2)
+    os.close(fd)
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.reconfigure(line_buffering=True)  # type: ignore[union-attr]
+        except (AttributeError, ValueError):
+            pass
+    stack_file = open(files.stack, "w")  # noqa: SIM115 - must outlive this function
+    faulthandler.enable(file=stack_file, all_threads=True)
+    faulthandler.register(signal.SIGUSR1, file=stack_file, all_threads=True, chain=False)
+    return stack_file
+
+
+def _write_result(files: JobFiles, result: dict[str, Any]) -> None:
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except BaseException:  # noqa: BLE001
+            pass
+    result["output"] = read_output(files.output)
+    data = json.dumps(result, separators=(",", ":")).encode("ascii")
+    tmp = files.result + ".tmp"
+    with open(tmp, "wb") as fh:
+        fh.write(data)
+    os.replace(tmp, files.result)
+
+
+def _run(job: dict[str, Any], files: JobFiles) -> dict[str, Any]:
+    touched.record_baseline()
+    _set_limits(job)
+    sys_path = [str(p) for p in job.get("sys_path") or ()]
+    if sys_path:
+        sys.path[:0] = sys_path
+    root = job.get("root")
+    if root:
+        os.chdir(root)
+    overlays = job.get("overlays")
+    if overlays:
+        install_overlays(overlays)
+    runner = _resolve_runner(job.get("runner") or DEFAULT_RUNNER)
+    result = runner(job)
+    if not isinstance(result, dict):
+        raise TypeError(f"runner returned {type(result).__name__}, expected dict")
+    return result
+
+
+def run_child(
+    job: dict[str, Any],
+    files: JobFiles,
+    close_fds: Iterable[int],
+    parent_pid: int,
+    prctl: Callable[..., int] | None = None,
+) -> NoReturn:
+    """Run ``job`` in this freshly forked process and exit; never returns."""
+    code = _EXIT_NO_RESULT
+    try:
+        _isolate(close_fds, parent_pid, prctl)
+        _stack_file = _capture_output(files)
+        try:
+            result = _run(job, files)
+        except BaseException as exc:  # noqa: BLE001 - SystemExit, MemoryError... all are faults
+            result = exception_fault(exc)
+        try:
+            _write_result(files, result)
+        except BaseException as exc:  # noqa: BLE001 - e.g. a result that is not JSON
+            fault = exception_fault(exc)
+            fault["message"] = f"could not serialise the result: {fault.get('message', '')}"
+            _write_result(files, fault)
+        code = 0
+    except BaseException:  # noqa: BLE001 - reported by the zygote as a crash
+        pass
+    finally:
+        os._exit(code)

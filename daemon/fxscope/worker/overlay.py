@@ -1,0 +1,155 @@
+"""Serve unsaved editor buffers instead of the files on disk, inside a job's child process.
+
+``install_overlays({"/abs/pkg/mod.py": "X = 2\\n"})`` makes ``import pkg.mod`` execute the given
+text (regular modules and packages' ``__init__.py``), and makes ``linecache`` (hence tracebacks,
+``inspect`` and torch.fx's source locations) return it for that path. Overlaid modules never read
+or write bytecode caches. Call it only in a disposable process: it changes global import state.
+
+Example::
+
+    install_overlays({"/ws/model.py": "import torch\\nclass M(torch.nn.Module): ..."})
+    import model  # runs the overlay text
+"""
+
+from __future__ import annotations
+
+import importlib.abc
+import importlib.machinery
+import importlib.util
+import linecache
+import os
+import sys
+from collections.abc import Mapping, Sequence
+from types import ModuleType
+from typing import Any
+
+__all__ = ["OverlayFinder", "OverlayLoader", "get_overlay", "install_overlays"]
+
+_overlays: dict[str, str] = {}
+_finder: OverlayFinder | None = None
+
+
+def _norm(path: str) -> str:
+    return os.path.normcase(os.path.normpath(os.path.abspath(path)))
+
+
+def get_overlay(path: str) -> str | None:
+    """Return the overlay text for ``path`` (any spelling of an absolute path), or ``None``."""
+    if not _overlays:
+        return None
+    text = _overlays.get(_norm(path))
+    if text is None:
+        text = _overlays.get(_norm(os.path.realpath(path)))
+    return text
+
+
+class OverlayLoader(importlib.abc.SourceLoader):
+    """Loads one module from overlay text; bytecode is neither read nor written."""
+
+    def __init__(self, fullname: str, path: str) -> None:
+        self.name = fullname
+        self.path = path
+
+    def get_filename(self, fullname: str | None = None) -> str:
+        return self.path
+
+    def get_data(self, path: str) -> bytes:
+        text = get_overlay(path)
+        if text is not None:
+            return text.encode("utf-8")
+        with open(path, "rb") as fh:
+            return fh.read()
+
+    def path_stats(self, path: str) -> Mapping[str, Any]:
+        raise OSError("overlay sources have no stats")  # disables bytecode caching
+
+
+class OverlayFinder(importlib.abc.MetaPathFinder):
+    """Finds modules whose source file is overlaid; defers to the normal finders otherwise."""
+
+    def __init__(self) -> None:
+        self._names: set[str] = set()
+        self.refresh()
+
+    def refresh(self) -> None:
+        """Recompute the cheap prefilter of module names that may be overlaid."""
+        names: set[str] = set()
+        for path in _overlays:
+            head, base = os.path.split(path)
+            if base == "__init__.py":
+                names.add(os.path.basename(head))
+            elif base.endswith(".py"):
+                names.add(base[:-3])
+        self._names = names
+
+    def find_spec(
+        self,
+        fullname: str,
+        path: Sequence[str] | None = None,
+        target: ModuleType | None = None,
+    ) -> importlib.machinery.ModuleSpec | None:
+        tail = fullname.rpartition(".")[2]
+        if tail not in self._names:
+            return None
+        spec = importlib.machinery.PathFinder.find_spec(fullname, path)
+        if spec is not None and spec.origin and spec.has_location:
+            if get_overlay(spec.origin) is not None:
+                return _spec(fullname, spec.origin)
+            return None
+        # Not found on disk, or only a namespace package there: an overlay may create it.
+        entries = path if path is not None else sys.path
+        for entry in entries:
+            base = os.path.join(entry or os.getcwd(), tail)
+            for candidate in (os.path.join(base, "__init__.py"), base + ".py"):
+                if get_overlay(candidate) is not None:
+                    return _spec(fullname, candidate)
+        return None
+
+    def invalidate_caches(self) -> None:
+        self.refresh()
+
+
+def _spec(fullname: str, origin: str) -> importlib.machinery.ModuleSpec | None:
+    is_pkg = os.path.basename(origin) == "__init__.py"
+    return importlib.util.spec_from_file_location(
+        fullname,
+        origin,
+        loader=OverlayLoader(fullname, origin),
+        submodule_search_locations=[os.path.dirname(origin)] if is_pkg else None,
+    )
+
+
+_orig_updatecache = linecache.updatecache
+
+
+def _updatecache(filename: str, module_globals: Any = None) -> list[str]:
+    text = get_overlay(filename) if filename and not filename.startswith("<") else None
+    if text is None:
+        return _orig_updatecache(filename, module_globals)
+    lines = text.splitlines(keepends=True)
+    if lines and not lines[-1].endswith("\n"):
+        lines[-1] += "\n"
+    linecache.cache[filename] = (len(text), None, lines, filename)
+    return lines
+
+
+def install_overlays(overlays: Mapping[str, str]) -> None:
+    """Serve ``overlays`` ({absolute file path: source text}) to imports and ``linecache``."""
+    global _finder
+    for path, text in overlays.items():
+        key = _norm(path)
+        _overlays[key] = text
+        real = _norm(os.path.realpath(path))
+        if real != key:
+            _overlays[real] = text
+        linecache.cache.pop(path, None)
+        _updatecache(path)
+    if _finder is None:
+        _finder = OverlayFinder()
+        sys.meta_path.insert(0, _finder)
+        linecache.updatecache = _updatecache  # survives linecache.clearcache()
+    else:
+        _finder.refresh()
+        if sys.meta_path[0] is not _finder:
+            sys.meta_path.remove(_finder)
+            sys.meta_path.insert(0, _finder)

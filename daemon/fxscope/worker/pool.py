@@ -1,0 +1,522 @@
+"""A thread-safe pool that runs jobs in children forked from one long-lived zygote process.
+
+The pool never imports torch or user code itself. The zygote starts lazily on the first
+:meth:`WorkerPool.submit` (so cached-only runs never spawn it) and is restarted when it dies,
+when the preload list changes, or when torch is reinstalled.
+
+Example::
+
+    with WorkerPool(preload=["transformers"]) as pool:
+        handle = pool.submit({"root": "/ws", "target": "pkg.models:Net", "timeout": 30})
+        report = handle.result()          # the runner's dict, or {"fault": ...}
+"""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+import weakref
+from collections import deque
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from .protocol import ProtocolError, encode, grow_pipe, read_message, write_all
+
+__all__ = ["JobHandle", "WorkerPool"]
+
+log = logging.getLogger(__name__)
+
+TORCH_CHECK_INTERVAL = 3.0  # seconds between checks that torch was not reinstalled
+SHUTDOWN_GRACE = 2.0  # seconds a zygote gets to exit after end of input before SIGKILL
+
+_PACKAGE_PARENT = str(Path(__file__).resolve().parent.parent.parent)
+
+
+def _cancelled() -> dict[str, Any]:
+    return {"fault": "cancelled"}
+
+
+def _died(message: str) -> dict[str, Any]:
+    return {"fault": "crash", "signal": None, "signal_name": None, "exit_code": None,
+            "message": message}
+
+
+class JobHandle:
+    """The future of one submitted job. Obtained from :meth:`WorkerPool.submit`."""
+
+    def __init__(self, pool: WorkerPool, job_id: str, job: dict[str, Any], frame: bytes) -> None:
+        self.job_id = job_id
+        self.job = job
+        self.pid: int | None = None
+        """Process id of the child running the job, once started."""
+        self.duration_ms: float | None = None
+        self._pool = weakref.ref(pool)
+        self._frame = frame
+        self._state = "queued"
+        self._result: dict[str, Any] | None = None
+        self._event = threading.Event()
+        self._callbacks: list[Callable[[JobHandle], Any]] = []
+        self._cb_lock = threading.Lock()
+
+    @property
+    def state(self) -> str:
+        """``"queued"``, ``"running"`` or ``"done"``."""
+        return self._state
+
+    def done(self) -> bool:
+        """True once a result (or fault) is available."""
+        return self._event.is_set()
+
+    def result(self, timeout: float | None = None) -> dict[str, Any]:
+        """Wait for the runner's dict or a fault dict; ``TimeoutError`` if not done in time."""
+        if not self._event.wait(timeout):
+            raise TimeoutError(f"job {self.job_id} not done after {timeout} s")
+        assert self._result is not None
+        return self._result
+
+    def cancel(self) -> bool:
+        """Cancel the job: dequeue it, or kill its child. False if it had already finished."""
+        pool = self._pool()
+        if pool is None:
+            return False
+        return pool._cancel(self)
+
+    def cancelled(self) -> bool:
+        """True if the job ended as ``{"fault": "cancelled"}``."""
+        return self.done() and (self._result or {}).get("fault") == "cancelled"
+
+    def add_done_callback(self, fn: Callable[[JobHandle], Any]) -> None:
+        """Call ``fn(handle)`` when done (at once, in this thread, if already done).
+
+        Callbacks otherwise run on the pool's reader thread: keep them short.
+        """
+        with self._cb_lock:
+            if not self._event.is_set():
+                self._callbacks.append(fn)
+                return
+        _call(fn, self)
+
+    def _finish(self, result: dict[str, Any], duration_ms: float | None) -> None:
+        with self._cb_lock:
+            if self._event.is_set():
+                return
+            self._state = "done"
+            self._result = result
+            self.duration_ms = duration_ms
+            self._frame = b""
+            self._event.set()
+            callbacks, self._callbacks = self._callbacks, []
+        for fn in callbacks:
+            _call(fn, self)
+
+    def __repr__(self) -> str:
+        return f"<JobHandle {self.job_id} {self._state} pid={self.pid}>"
+
+
+def _call(fn: Callable[[JobHandle], Any], handle: JobHandle) -> None:
+    try:
+        fn(handle)
+    except Exception:  # noqa: BLE001 - a callback must not kill the reader thread
+        log.exception("fxscope worker: done callback failed")
+
+
+Completion = tuple[JobHandle, dict[str, Any], "float | None"]
+
+
+class _Zygote:
+    """One zygote process and the thread reading its messages."""
+
+    def __init__(self, pool: WorkerPool, command: list[str], env: dict[str, str],
+                 log_path: Path | None) -> None:
+        self.info: dict[str, Any] | None = None
+        self.ready = threading.Event()
+        self.exited = threading.Event()
+        self._wlock = threading.Lock()
+        p2z_r, self._wfd = os.pipe()
+        self._rfd, z2p_w = os.pipe()
+        grow_pipe(self._wfd)
+        grow_pipe(self._rfd)
+        command = [*command, "--fd-in", str(p2z_r), "--fd-out", str(z2p_w)]
+        out: Any = subprocess.DEVNULL
+        try:
+            if log_path is not None:
+                log_path.parent.mkdir(parents=True, exist_ok=True)
+                out = open(log_path, "ab")  # noqa: SIM115 - closed right after Popen
+            self.proc = subprocess.Popen(
+                command, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+                pass_fds=(p2z_r, z2p_w), env=env, start_new_session=True,
+            )
+        except BaseException:
+            for fd in (self._wfd, self._rfd):
+                os.close(fd)
+            raise
+        finally:
+            os.close(p2z_r)
+            os.close(z2p_w)
+            if out is not subprocess.DEVNULL:
+                out.close()
+        self._pool = weakref.ref(pool)
+        self._thread = threading.Thread(target=self._read_loop, daemon=True,
+                                         name=f"fxscope-zygote-{self.proc.pid}")
+        self._thread.start()
+
+    def send(self, frame: bytes) -> bool:
+        """Write one frame; False if the zygote is gone."""
+        with self._wlock:
+            if self._wfd < 0:
+                return False
+            try:
+                write_all(self._wfd, frame)
+                return True
+            except OSError:
+                return False
+
+    def close(self, wait: float | None = None) -> None:
+        """End the zygote's input (it kills its children and exits); SIGKILL it if it lingers."""
+        with self._wlock:
+            if self._wfd >= 0:
+                os.close(self._wfd)
+                self._wfd = -1
+        if wait is not None:
+            if not self.exited.wait(wait):
+                self.kill()
+                self.exited.wait(wait)
+        else:
+            timer = threading.Timer(SHUTDOWN_GRACE, self.kill)
+            timer.daemon = True
+            timer.start()
+
+    def is_reader_thread(self) -> bool:
+        """True when called from this zygote's reader thread (e.g. from a done callback)."""
+        return threading.current_thread() is self._thread
+
+    def kill(self) -> None:
+        """SIGKILL the zygote (its children die with it)."""
+        if self.proc.poll() is None:
+            try:
+                self.proc.send_signal(signal.SIGKILL)
+            except OSError:
+                pass
+
+    def _read_loop(self) -> None:
+        try:
+            while True:
+                try:
+                    message = read_message(self._rfd)
+                except (OSError, ProtocolError) as exc:
+                    log.error("fxscope worker: protocol failure: %s", exc)
+                    message = None
+                if message is None:
+                    break
+                pool = self._pool()
+                if pool is None:
+                    break
+                pool._on_message(self, message)
+        finally:
+            os.close(self._rfd)
+            self.kill_if_alive_after(SHUTDOWN_GRACE)
+            scratch = (self.info or {}).get("scratch")
+            if scratch:  # normally removed by the zygote; not if it was killed
+                shutil.rmtree(scratch, ignore_errors=True)
+            self.exited.set()
+            pool = self._pool()
+            if pool is not None:
+                pool._on_exit(self)
+
+    def kill_if_alive_after(self, seconds: float) -> None:
+        try:
+            self.proc.wait(seconds)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            self.proc.wait()
+
+    def describe_exit(self) -> str:
+        code = self.proc.returncode
+        if code is None:
+            return "worker process died"
+        if code < 0:
+            try:
+                return f"worker process died (killed by {signal.Signals(-code).name})"
+            except ValueError:
+                return f"worker process died (signal {-code})"
+        return f"worker process died (exit code {code})"
+
+
+_pools: weakref.WeakSet[WorkerPool] = weakref.WeakSet()
+
+
+@atexit.register
+def _close_all() -> None:
+    for pool in list(_pools):
+        pool.close()
+
+
+class WorkerPool:
+    """Runs job dicts in isolated children of a zygote that imported torch once.
+
+    ``python``: interpreter of the zygote (a workspace's venv may differ from ours).
+    ``preload``: modules imported once in the zygote (failures are warnings in :attr:`info`).
+    ``env``: extra environment variables for the zygote, over ``os.environ``.
+    ``max_workers``: children running at once (default: CPU count); others wait in FIFO order.
+    ``log_path``: file receiving the zygote's own stdout/stderr (default: discarded).
+    ``sys_path``: directories prepended to the zygote's ``sys.path``.
+
+    Example::
+
+        pool = WorkerPool(max_workers=2)
+        h = pool.submit({"runner": "pkg.jobs:run", "timeout": 5})
+        h.result()   # e.g. {"value": 1, "output": ""}
+        pool.close()
+    """
+
+    def __init__(
+        self,
+        python: str = sys.executable,
+        preload: Sequence[str] = (),
+        env: Mapping[str, str] | None = None,
+        max_workers: int | None = None,
+        log_path: Path | None = None,
+        sys_path: Sequence[str] = (),
+    ) -> None:
+        self.python = python
+        self.preload: tuple[str, ...] = tuple(preload)
+        self.env = dict(env or {})
+        self.max_workers = max_workers or os.cpu_count() or 1
+        if self.max_workers < 1:
+            raise ValueError("max_workers must be at least 1")
+        self.log_path = Path(log_path) if log_path is not None else None
+        self.sys_path = tuple(str(p) for p in sys_path)
+        self._lock = threading.RLock()
+        self._zygote: _Zygote | None = None
+        self._queue: deque[JobHandle] = deque()
+        self._running: dict[str, JobHandle] = {}
+        self._closed = False
+        self._next_id = 0
+        self._info: dict[str, Any] | None = None
+        self._torch_checked = 0.0
+        _pools.add(self)
+
+    # -- public API -----------------------------------------------------------------------------
+    @property
+    def info(self) -> dict[str, Any] | None:
+        """The zygote's ``ready`` message (pid, python, torch_version, preload, ...), or None."""
+        return self._info
+
+    def ensure_started(self, timeout: float | None = None) -> dict[str, Any]:
+        """Start the zygote now if needed and wait until it is ready; return :attr:`info`."""
+        with self._lock:
+            self._check_open()
+            zygote = self._start_zygote()
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while not zygote.ready.is_set():
+            if zygote.exited.is_set():
+                raise RuntimeError(f"fxscope worker failed to start: {zygote.describe_exit()}")
+            left = None if deadline is None else deadline - time.monotonic()
+            if left is not None and left <= 0:
+                raise TimeoutError("fxscope worker did not become ready in time")
+            zygote.ready.wait(0.05 if left is None else min(0.05, left))
+        assert zygote.info is not None
+        return zygote.info
+
+    def submit(self, job: dict[str, Any]) -> JobHandle:
+        """Queue ``job`` (a JSON-serialisable dict) and return its :class:`JobHandle`."""
+        with self._lock:
+            self._check_open()
+            self._next_id += 1
+            job_id = str(self._next_id)
+            frame = encode({"op": "run", "job_id": job_id, "job": job})  # TypeError if not JSON
+            handle = JobHandle(self, job_id, job, frame)
+            self._maybe_restart_for_torch()
+            self._queue.append(handle)
+            done = self._pump()
+        self._complete(done)
+        return handle
+
+    def restart(self, preload: Sequence[str] | None = None) -> None:
+        """Replace the zygote (with a new ``preload`` list if given); running jobs are re-run."""
+        with self._lock:
+            self._check_open()
+            if preload is not None:
+                self.preload = tuple(preload)
+            old = self._zygote
+            if old is None:
+                return
+            self._zygote = None
+            for handle in reversed(list(self._running.values())):
+                handle.pid = None
+                handle._state = "queued"
+                self._queue.appendleft(handle)
+            self._running.clear()
+            old.close()
+            self._start_zygote()
+
+    def close(self) -> None:
+        """Kill the zygote and every child; queued and running jobs end as cancelled."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            zygote, self._zygote = self._zygote, None
+            pending = [*self._queue, *self._running.values()]
+            self._queue.clear()
+            self._running.clear()
+        if zygote is not None:
+            zygote.close(wait=None if zygote.is_reader_thread() else SHUTDOWN_GRACE)
+        self._complete([(h, _cancelled(), None) for h in pending])
+
+    def __enter__(self) -> WorkerPool:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- internals (called with or without the lock, as noted) --------------------------------
+    def _check_open(self) -> None:
+        if self._closed:
+            raise RuntimeError("WorkerPool is closed")
+
+    def _command(self) -> list[str]:
+        cmd = [self.python, "-m", "fxscope.worker.zygote"]
+        for name in self.preload:
+            cmd += ["--preload", name]
+        for entry in self.sys_path:
+            cmd += ["--sys-path", entry]
+        return cmd
+
+    def _environment(self) -> dict[str, str]:
+        env = dict(os.environ)
+        env.update(self.env)
+        path = env.get("PYTHONPATH")
+        env["PYTHONPATH"] = _PACKAGE_PARENT + (os.pathsep + path if path else "")
+        return env
+
+    def _start_zygote(self) -> _Zygote:
+        """Return the live zygote, starting one if needed. Lock held."""
+        if self._zygote is None:
+            self._zygote = _Zygote(self, self._command(), self._environment(), self.log_path)
+        return self._zygote
+
+    def _maybe_restart_for_torch(self) -> None:
+        """Restart the zygote if torch's files changed since it imported torch. Lock held."""
+        now = time.monotonic()
+        zygote = self._zygote
+        if zygote is None or zygote.info is None:
+            return
+        if now - self._torch_checked < TORCH_CHECK_INTERVAL:
+            return
+        self._torch_checked = now
+        if _torch_stamp(zygote.info.get("torch_path")) != zygote.info.get("torch_stamp"):
+            log.info("fxscope worker: torch changed on disk; restarting the worker")
+            self.restart()
+
+    def _pump(self) -> list[Completion]:
+        """Start queued jobs while there is room. Lock held."""
+        done: list[Completion] = []
+        if self._closed or not self._queue:
+            return done
+        try:
+            zygote = self._start_zygote()
+        except OSError as exc:
+            while self._queue:
+                done.append((self._queue.popleft(), _died(f"could not start worker: {exc}"), None))
+            return done
+        if not zygote.ready.is_set():
+            return done
+        while self._queue and len(self._running) < self.max_workers:
+            handle = self._queue.popleft()
+            handle._state = "running"
+            self._running[handle.job_id] = handle
+            zygote.send(handle._frame)  # on failure the reader thread sees EOF and reports
+        return done
+
+    def _cancel(self, handle: JobHandle) -> bool:
+        with self._lock:
+            if handle.done():
+                return False
+            if handle._state == "queued":
+                try:
+                    self._queue.remove(handle)
+                except ValueError:
+                    return False
+                done: list[Completion] = [(handle, _cancelled(), None)]
+            else:
+                zygote = self._zygote
+                if zygote is not None:
+                    zygote.send(encode({"op": "cancel", "job_id": handle.job_id}))
+                return True
+        self._complete(done)
+        return True
+
+    def _complete(self, done: list[Completion]) -> None:
+        """Deliver results. Lock NOT held (callbacks may call back into the pool)."""
+        for handle, result, duration in done:
+            handle._finish(result, duration)
+
+    def _on_message(self, zygote: _Zygote, message: dict[str, Any]) -> None:
+        """Reader thread: one message from ``zygote``."""
+        done: list[Completion] = []
+        with self._lock:
+            if zygote is not self._zygote:
+                return
+            op = message.get("op")
+            if op == "ready":
+                zygote.info = message
+                self._info = message
+                for warning in message.get("warnings") or ():
+                    log.warning("fxscope worker: %s", warning)
+                zygote.ready.set()
+                self._torch_checked = time.monotonic()
+                done = self._pump()
+            elif op == "started":
+                handle = self._running.get(str(message.get("job_id")))
+                if handle is not None:
+                    handle.pid = message.get("pid")
+            elif op == "done":
+                handle = self._running.pop(str(message.get("job_id")), None)
+                if handle is not None:
+                    if handle.pid is None:
+                        handle.pid = message.get("pid")
+                    result = message.get("result")
+                    if not isinstance(result, dict):
+                        result = _died("worker sent no result")
+                    done.append((handle, result, message.get("duration_ms")))
+                done += self._pump()
+        self._complete(done)
+
+    def _on_exit(self, zygote: _Zygote) -> None:
+        """Reader thread: ``zygote`` is gone."""
+        done: list[Completion] = []
+        with self._lock:
+            if zygote is not self._zygote:
+                return
+            self._zygote = None
+            message = zygote.describe_exit()
+            for handle in self._running.values():
+                done.append((handle, _died(message), None))
+            self._running.clear()
+            if not zygote.ready.is_set():  # died during start-up: do not loop, fail the queue
+                where = f"; see {self.log_path}" if self.log_path else ""
+                while self._queue:
+                    failure = _died(f"worker process failed to start: {message}{where}")
+                    done.append((self._queue.popleft(), failure, None))
+            else:
+                done += self._pump()
+        self._complete(done)
+
+
+def _torch_stamp(torch_path: str | None) -> int | None:
+    """Cheap fingerprint of the installed torch: mtime of ``torch/version.py``."""
+    if not torch_path:
+        return None
+    try:
+        return os.stat(os.path.join(torch_path, "version.py")).st_mtime_ns
+    except OSError:
+        return None

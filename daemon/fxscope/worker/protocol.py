@@ -1,0 +1,129 @@
+"""Framing of JSON messages between the worker pool and its zygote.
+
+Every message is a JSON object encoded as UTF-8 and preceded by its length as a 4-byte
+big-endian unsigned integer. The channel is a pair of dedicated pipes, never stdin/stdout,
+so whatever user code or torch prints cannot corrupt it.
+
+Example::
+
+    >>> frame = encode({"op": "ready"})
+    >>> FrameDecoder().feed(frame)
+    [{'op': 'ready'}]
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import struct
+from typing import Any
+
+__all__ = [
+    "FrameDecoder",
+    "ProtocolError",
+    "encode",
+    "encode_raw",
+    "grow_pipe",
+    "read_message",
+    "write_all",
+]
+
+_HEADER = struct.Struct(">I")
+MAX_FRAME = 0xFFFFFFFF
+
+
+class ProtocolError(Exception):
+    """A frame could not be decoded."""
+
+
+def encode(message: dict[str, Any]) -> bytes:
+    """Return ``message`` as one frame (length prefix + JSON)."""
+    return encode_raw(json.dumps(message, separators=(",", ":")).encode("utf-8"))
+
+
+def encode_raw(payload: bytes) -> bytes:
+    """Return an already JSON-encoded object ``payload`` as one frame."""
+    if len(payload) > MAX_FRAME:
+        raise ProtocolError(f"message too large ({len(payload)} bytes)")
+    return _HEADER.pack(len(payload)) + payload
+
+
+class FrameDecoder:
+    """Incremental decoder: feed it bytes as they arrive, get complete messages back."""
+
+    def __init__(self) -> None:
+        self._buf = bytearray()
+
+    def feed(self, data: bytes) -> list[dict[str, Any]]:
+        """Append ``data`` and return every message now complete (possibly none)."""
+        self._buf += data
+        out: list[dict[str, Any]] = []
+        buf = self._buf
+        pos = 0
+        while len(buf) - pos >= _HEADER.size:
+            (size,) = _HEADER.unpack_from(buf, pos)
+            end = pos + _HEADER.size + size
+            if len(buf) < end:
+                break
+            out.append(_decode(bytes(buf[pos + _HEADER.size : end])))
+            pos = end
+        if pos:
+            del buf[:pos]
+        return out
+
+    @property
+    def pending(self) -> int:
+        """Number of buffered bytes not yet forming a complete message."""
+        return len(self._buf)
+
+
+def _decode(payload: bytes) -> dict[str, Any]:
+    try:
+        message = json.loads(payload)
+    except ValueError as exc:
+        raise ProtocolError(f"invalid JSON frame: {exc}") from None
+    if not isinstance(message, dict):
+        raise ProtocolError("frame is not a JSON object")
+    return message
+
+
+def write_all(fd: int, data: bytes) -> None:
+    """Write all of ``data`` to the blocking file descriptor ``fd``."""
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        view = view[written:]
+
+
+def _read_exact(fd: int, size: int) -> bytes | None:
+    chunks: list[bytes] = []
+    remaining = size
+    while remaining:
+        chunk = os.read(fd, min(remaining, 1 << 20))
+        if not chunk:
+            return None
+        chunks.append(chunk)
+        remaining -= len(chunk)
+    return b"".join(chunks)
+
+
+def read_message(fd: int) -> dict[str, Any] | None:
+    """Read one message from the blocking file descriptor ``fd``; ``None`` at end of file."""
+    header = _read_exact(fd, _HEADER.size)
+    if header is None:
+        return None
+    (size,) = _HEADER.unpack(header)
+    payload = _read_exact(fd, size) if size else b""
+    if payload is None:
+        return None
+    return _decode(payload)
+
+
+def grow_pipe(fd: int, size: int = 1 << 20) -> None:
+    """Enlarge a pipe's buffer where supported (Linux), so big messages need fewer wake-ups."""
+    try:
+        import fcntl
+
+        fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, size)  # type: ignore[attr-defined]
+    except (ImportError, AttributeError, OSError):
+        pass

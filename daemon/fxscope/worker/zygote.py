@@ -1,0 +1,456 @@
+"""The zygote: imports torch once, then forks one child per job.
+
+Run as ``python -m fxscope.worker.zygote --fd-in N --fd-out M [--preload MOD] [--sys-path DIR]``.
+Messages (see :mod:`fxscope.worker.protocol`) arrive on ``--fd-in``; replies leave on
+``--fd-out``. The zygote's own stdout/stderr are whatever the parent gave it (``/dev/null`` or a
+log file); they are never the protocol.
+
+Requests: ``{"op": "run", "job_id", "job"}``, ``{"op": "cancel", "job_id"}``,
+``{"op": "shutdown"}``.
+Replies: ``{"op": "ready", ...}`` once, ``{"op": "started", "job_id", "pid"}`` per fork, and
+``{"op": "done", "job_id", "pid", "duration_ms", "result"}`` per job, where ``result`` is the
+runner's dict or a fault dict (``exception``, ``exit``, ``timeout``, ``crash``, ``cancelled``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import importlib
+import json
+import os
+import platform
+import selectors
+import shutil
+import signal
+import sys
+import tempfile
+import time
+import traceback
+from collections import deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .child import JobFiles, parse_faulthandler, read_output, run_child
+from .protocol import FrameDecoder, ProtocolError, encode, encode_raw, grow_pipe
+
+__all__ = ["Zygote", "main"]
+
+DUMP_GRACE = 0.4  # seconds between SIGUSR1 (stack dump) and SIGKILL on timeout
+POLL_INTERVAL = 1.0  # reap at least this often while children run, even without SIGCHLD
+
+
+@dataclass
+class _Child:
+    job_id: str
+    pid: int
+    files: JobFiles
+    started: float
+    timeout: float | None
+    deadline: float | None
+    reason: str | None = None  # "timeout" or "cancelled"
+    kill_at: float | None = None
+    killed: bool = False
+
+
+def _kill(pid: int, sig: int = signal.SIGKILL) -> None:
+    try:
+        os.killpg(pid, sig)
+    except OSError:
+        try:
+            os.kill(pid, sig)
+        except OSError:
+            pass
+
+
+def _signal_name(sig: int) -> str | None:
+    try:
+        return signal.Signals(sig).name
+    except ValueError:
+        return None
+
+
+class Zygote:
+    """The fork server's event loop. Create it after all imports; then call :meth:`loop`."""
+
+    def __init__(self, fd_in: int, fd_out: int, scratch: str) -> None:
+        self.fd_in = fd_in
+        self.fd_out = fd_out
+        self.scratch = scratch
+        self.children: dict[int, _Child] = {}
+        self.by_job: dict[str, _Child] = {}
+        self.stopping = False
+        self._out: deque[memoryview] = deque()
+        self._decoder = FrameDecoder()
+        self._counter = 0
+        self._prctl = _load_prctl()
+        self._wake_r, self._wake_w = os.pipe()
+        os.set_blocking(self._wake_r, False)
+        os.set_blocking(self._wake_w, False)
+        os.set_blocking(fd_out, False)
+        grow_pipe(fd_out)
+        self._sel = selectors.DefaultSelector()
+        self._sel.register(fd_in, selectors.EVENT_READ, "in")
+        self._sel.register(self._wake_r, selectors.EVENT_READ, "wake")
+        self._writing = False
+        signal.set_wakeup_fd(self._wake_w, warn_on_full_buffer=False)
+        signal.signal(signal.SIGCHLD, lambda *_: None)
+        signal.signal(signal.SIGTERM, self._on_term)
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+    # -- output -----------------------------------------------------------------------------
+    def send(self, message: dict[str, Any]) -> None:
+        """Queue ``message`` for the parent; never blocks."""
+        self.send_frame(encode(message))
+
+    def send_frame(self, frame: bytes) -> None:
+        self._out.append(memoryview(frame))
+        self._flush()
+
+    def _flush(self) -> None:
+        out = self._out
+        while out:
+            try:
+                written = os.write(self.fd_out, out[0])
+            except BlockingIOError:
+                break
+            except OSError:  # parent gone
+                out.clear()
+                self.stopping = True
+                break
+            if written == len(out[0]):
+                out.popleft()
+            else:
+                out[0] = out[0][written:]
+        want = bool(out)
+        if want != self._writing:
+            if want:
+                self._sel.register(self.fd_out, selectors.EVENT_WRITE, "out")
+            else:
+                self._sel.unregister(self.fd_out)
+            self._writing = want
+
+    # -- requests -----------------------------------------------------------------------------
+    def _on_term(self, *_: Any) -> None:
+        self.stopping = True
+
+    def handle(self, message: dict[str, Any]) -> None:
+        """Act on one request from the parent."""
+        op = message.get("op")
+        if op == "run":
+            self._start(str(message.get("job_id")), message.get("job") or {})
+        elif op == "cancel":
+            child = self.by_job.get(str(message.get("job_id")))
+            if child is not None and child.reason != "cancelled":
+                child.reason = "cancelled"
+                _kill(child.pid)
+                child.killed = True
+        elif op == "shutdown":
+            self.stopping = True
+
+    def _start(self, job_id: str, job: dict[str, Any]) -> None:
+        if job_id in self.by_job:
+            self._reply(job_id, None, 0.0, {"fault": "crash", "message": "duplicate job id"})
+            return
+        self._counter += 1
+        files = JobFiles(os.path.join(self.scratch, f"job{self._counter}"))
+        started = time.monotonic()
+        parent = os.getpid()
+        try:
+            os.mkdir(files.directory, 0o700)
+            sys.stdout.flush()
+            sys.stderr.flush()
+            pid = os.fork()
+        except OSError as exc:
+            shutil.rmtree(files.directory, ignore_errors=True)
+            self._reply(job_id, None, 0.0, {"fault": "crash", "message": f"fork failed: {exc}"})
+            return
+        if pid == 0:  # the child: run_child always ends in os._exit
+            try:
+                run_child(job, files, self._own_fds(), parent, self._prctl)
+            finally:
+                os._exit(70)
+        try:
+            os.setpgid(pid, pid)
+        except OSError:
+            pass
+        timeout = job.get("timeout")
+        timeout = float(timeout) if timeout else None
+        child = _Child(job_id, pid, files, started, timeout, started + timeout if timeout else None)
+        self.children[pid] = child
+        self.by_job[job_id] = child
+        self.send({"op": "started", "job_id": job_id, "pid": pid})
+
+    def _own_fds(self) -> list[int]:
+        fds = [self.fd_in, self.fd_out, self._wake_r, self._wake_w]
+        try:
+            fds.append(self._sel.fileno())  # type: ignore[attr-defined]
+        except (AttributeError, ValueError):
+            pass
+        return fds
+
+    # -- children -----------------------------------------------------------------------------
+    def _check_deadlines(self) -> float | None:
+        """Signal overdue children; return seconds until the next deadline (or ``None``)."""
+        now = time.monotonic()
+        nearest: float | None = None
+        for child in self.children.values():
+            if child.killed:
+                continue
+            if child.kill_at is not None:
+                if now >= child.kill_at:
+                    _kill(child.pid)
+                    child.killed = True
+                    continue
+                due = child.kill_at
+            elif child.deadline is not None:
+                if now >= child.deadline:
+                    child.reason = "timeout"
+                    _kill(child.pid, signal.SIGUSR1)  # faulthandler dumps every thread
+                    child.kill_at = now + DUMP_GRACE
+                    due = child.kill_at
+                else:
+                    due = child.deadline
+            else:
+                continue
+            nearest = due if nearest is None else min(nearest, due)
+        if nearest is None:
+            return None
+        return max(0.0, nearest - now)
+
+    def reap(self) -> None:
+        """Collect every exited child and report it."""
+        while self.children:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                break
+            except InterruptedError:
+                continue
+            if pid == 0:
+                break
+            child = self.children.pop(pid, None)
+            if child is not None:
+                self.by_job.pop(child.job_id, None)
+                self._finish(child, status)
+
+    def _finish(self, child: _Child, status: int) -> None:
+        duration = (time.monotonic() - child.started) * 1000.0
+        files = child.files
+        try:
+            if child.reason == "cancelled":
+                self._reply(child.job_id, child.pid, duration, {"fault": "cancelled"})
+                return
+            raw = _read_bytes(files.result)
+            if raw:
+                self._reply_raw(child.job_id, child.pid, duration, raw)
+                return
+            output = read_output(files.output)
+            stack = parse_faulthandler(_read_text(files.stack))
+            if child.reason == "timeout":
+                fault: dict[str, Any] = {"fault": "timeout", "timeout": child.timeout}
+            else:
+                fault = _crash_fault(status)
+            fault["stack"] = stack["stack"]
+            if stack["threads"]:
+                fault["threads"] = stack["threads"]
+            fault["output"] = output
+            self._reply(child.job_id, child.pid, duration, fault)
+        finally:
+            shutil.rmtree(files.directory, ignore_errors=True)
+
+    def _reply(self, job_id: str, pid: int | None, duration: float, result: dict[str, Any]) -> None:
+        self.send({"op": "done", "job_id": job_id, "pid": pid,
+                   "duration_ms": round(duration, 3), "result": result})
+
+    def _reply_raw(self, job_id: str, pid: int, duration: float, raw: bytes) -> None:
+        head = json.dumps({"op": "done", "job_id": job_id, "pid": pid,
+                           "duration_ms": round(duration, 3)}, separators=(",", ":"))
+        self.send_frame(encode_raw(head[:-1].encode() + b',"result":' + raw + b"}"))
+
+    # -- loop -------------------------------------------------------------------------------
+    def loop(self) -> None:
+        """Serve requests until shutdown, parent EOF or SIGTERM; then kill every child."""
+        try:
+            while not self.stopping:
+                timeout = self._check_deadlines()
+                if self.children:
+                    timeout = POLL_INTERVAL if timeout is None else min(timeout, POLL_INTERVAL)
+                for key, _ in self._sel.select(timeout):
+                    if key.data == "in":
+                        self._read_input()
+                    elif key.data == "wake":
+                        _drain(self._wake_r)
+                    elif key.data == "out":
+                        self._flush()
+                self.reap()
+        finally:
+            self.kill_all()
+
+    def _read_input(self) -> None:
+        try:
+            data = os.read(self.fd_in, 1 << 20)
+        except BlockingIOError:
+            return
+        except OSError:
+            data = b""
+        if not data:
+            self.stopping = True
+            return
+        try:
+            messages = self._decoder.feed(data)
+        except ProtocolError:
+            traceback.print_exc()
+            self.stopping = True
+            return
+        for message in messages:
+            self.handle(message)
+
+    def kill_all(self) -> None:
+        """SIGKILL every child, reap them and remove the scratch directory."""
+        for child in self.children.values():
+            _kill(child.pid)
+        for pid in list(self.children):
+            try:
+                os.waitpid(pid, 0)
+            except OSError:
+                pass
+        self.children.clear()
+        self.by_job.clear()
+        shutil.rmtree(self.scratch, ignore_errors=True)
+
+
+def _crash_fault(status: int) -> dict[str, Any]:
+    fault: dict[str, Any] = {
+        "fault": "crash", "signal": None, "signal_name": None, "exit_code": None,
+    }
+    if os.WIFSIGNALED(status):
+        sig = os.WTERMSIG(status)
+        fault["signal"] = sig
+        fault["signal_name"] = _signal_name(sig)
+        hint = " (out of memory?)" if sig == signal.SIGKILL else ""
+        fault["message"] = f"the job's process was killed by {fault['signal_name'] or sig}{hint}"
+    elif os.WIFEXITED(status):
+        fault["exit_code"] = os.WEXITSTATUS(status)
+        code = fault["exit_code"]
+        fault["message"] = f"the job's process exited with code {code} without a result"
+    else:
+        fault["message"] = f"the job's process ended with status {status}"
+    return fault
+
+
+def _read_bytes(path: str) -> bytes:
+    try:
+        with open(path, "rb") as fh:
+            return fh.read()
+    except OSError:
+        return b""
+
+
+def _read_text(path: str) -> str:
+    return _read_bytes(path).decode("utf-8", errors="replace")
+
+
+def _drain(fd: int) -> None:
+    try:
+        while os.read(fd, 4096):
+            pass
+    except OSError:
+        pass
+
+
+def _load_prctl() -> Callable[..., int] | None:
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        import ctypes
+
+        return ctypes.CDLL(None, use_errno=True).prctl  # type: ignore[no-any-return]
+    except (ImportError, OSError, AttributeError):
+        return None
+
+
+def _preload(modules: Sequence[str]) -> dict[str, str | None]:
+    results: dict[str, str | None] = {}
+    for name in modules:
+        try:
+            importlib.import_module(name)
+            results[name] = None
+        except BaseException as exc:  # noqa: BLE001 - a broken preload is only a warning
+            results[name] = f"{type(exc).__name__}: {exc}"
+    return results
+
+
+def _import_torch() -> dict[str, Any]:
+    info: dict[str, Any] = {"torch_version": None, "torch_path": None, "torch_stamp": None,
+                            "torch_error": None}
+    try:
+        import torch  # noqa: F401 - imported once so that every child inherits it
+    except BaseException as exc:  # noqa: BLE001
+        info["torch_error"] = f"{type(exc).__name__}: {exc}"
+        return info
+    info["torch_version"] = str(torch.__version__)
+    info["torch_path"] = os.path.dirname(os.path.abspath(torch.__file__ or ""))
+    try:  # the pool compares this stamp to notice a reinstalled torch
+        info["torch_stamp"] = os.stat(os.path.join(info["torch_path"], "version.py")).st_mtime_ns
+    except OSError:
+        pass
+    return info
+
+
+def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m fxscope.worker.zygote")
+    parser.add_argument("--fd-in", type=int, required=True)
+    parser.add_argument("--fd-out", type=int, required=True)
+    parser.add_argument("--preload", action="append", default=[])
+    parser.add_argument("--sys-path", action="append", default=[])
+    parser.add_argument("--no-torch", action="store_true", help="do not import torch")
+    return parser.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Start the zygote: import torch and preloads, report ready, serve jobs, exit."""
+    args = _parse_args(argv)
+    os.set_inheritable(args.fd_in, False)
+    os.set_inheritable(args.fd_out, False)
+    if __name__ == "__main__" and sys.path and os.path.abspath(sys.path[0] or ".") == os.getcwd():
+        del sys.path[0]  # `-m` put the launcher's cwd first; user code must not come from there
+    sys.path[:0] = args.sys_path
+    started = time.monotonic()
+    info: dict[str, Any] = {"torch_version": None, "torch_path": None, "torch_stamp": None,
+                            "torch_error": None}
+    if not args.no_torch:
+        info = _import_torch()
+    preload = _preload(args.preload)
+    gc.collect()
+    if hasattr(gc, "freeze"):
+        gc.freeze()  # keep inherited objects out of the children's collections (less copy-on-write)
+    scratch = tempfile.mkdtemp(prefix="fxscope-zygote-")
+    zygote = Zygote(args.fd_in, args.fd_out, scratch)
+    warnings = [f"preload {name!r} failed: {err}" for name, err in preload.items() if err]
+    if info["torch_error"]:
+        warnings.insert(0, f"torch could not be imported: {info['torch_error']}")
+    zygote.send({
+        "op": "ready",
+        "pid": os.getpid(),
+        "python": platform.python_version(),
+        "executable": sys.executable,
+        **info,
+        "preload": preload,
+        "warnings": warnings,
+        "scratch": scratch,
+        "startup_ms": round((time.monotonic() - started) * 1000.0, 1),
+    })
+    try:
+        zygote.loop()
+    finally:
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        finally:
+            os._exit(0)
+
+
+if __name__ == "__main__":
+    main()
