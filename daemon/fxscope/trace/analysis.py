@@ -1,0 +1,170 @@
+"""One call from a built model to everything fxscope reports about it.
+
+>>> import torch
+>>> report = analyze(torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.ReLU()))
+>>> report.status, [m["status"] for m in report.modules]
+('traced', ['traced', 'leaf', 'leaf'])
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import torch.nn as nn
+from torch.fx import Graph
+from torch.fx.node import _get_qualified_name
+
+from fxscope.trace.collection import GraphCollection
+from fxscope.trace.findings import Finding, FindingSet
+from fxscope.trace.frames import INTERNAL, FrameClassifier, SourceLocation
+from fxscope.trace.hazards import find_hazards
+from fxscope.trace.tracer import CONTAINER_TYPES, type_name
+
+__all__ = ["analyze", "TraceReport", "graph_to_json"]
+
+
+@dataclass
+class TraceReport:
+    """Everything one trace of a model produced: the collection, merged findings, module table."""
+
+    collection: GraphCollection
+    findings: list[Finding]
+    modules: list[dict[str, Any]]
+    status: str
+    extra_findings: list[Finding] = field(default_factory=list)
+
+    @property
+    def nodes(self) -> int:
+        """FX nodes over all graphs."""
+        return sum(len(g.nodes) for _, _, g in self.collection.graphs())
+
+    def to_json(self, graphs: bool = False) -> dict[str, Any]:
+        """A JSON-able target body (schema ``target`` fields plus ``findings``; absolute paths)."""
+        out: dict[str, Any] = {
+            "status": self.status,
+            "nodes": self.nodes,
+            "modules": self.modules,
+            "findings": [f.to_json() for f in self.findings],
+            "forward_order": self.collection.forward_order,
+        }
+        if graphs:
+            out["graphs"] = [
+                {"module": path, "nodes": graph_to_json(g)} for path, _, g in self.collection.graphs()
+            ]
+        return out
+
+
+def _target_str(node: Any) -> str:
+    t = node.target
+    if isinstance(t, str):
+        return t
+    try:
+        return _get_qualified_name(t)
+    except Exception:
+        return getattr(t, "__name__", repr(t))
+
+
+def graph_to_json(graph: Graph) -> list[dict[str, Any]]:
+    """Nodes of ``graph`` with scope, scope type and source line."""
+    out = []
+    for n in graph.nodes:
+        item: dict[str, Any] = {
+            "name": n.name,
+            "op": n.op,
+            "target": _target_str(n),
+            "scope": n.meta.get("fxscope_scope", ""),
+            "scope_type": n.meta.get("fxscope_scope_type", ""),
+        }
+        src = n.meta.get("fxscope_source")
+        if src is not None:
+            item["file"] = os.path.abspath(src[0])
+            item["line"] = src[1]
+        out.append(item)
+    return out
+
+
+_class_sites: dict[type, tuple[str, int] | None] = {}
+
+
+def _class_site(cls: type, classifier: FrameClassifier) -> tuple[str, int] | None:
+    if cls in _class_sites:
+        return _class_sites[cls]
+    site = None
+    forward = getattr(cls, "forward", None)
+    code = getattr(inspect.unwrap(forward), "__code__", None) if forward else None
+    if code is not None and classifier.kind(code) != INTERNAL:
+        try:
+            file = inspect.getsourcefile(cls)
+            line = inspect.getsourcelines(cls)[1]
+            if file:
+                site = (os.path.abspath(file), max(line, 1))
+        except (OSError, TypeError):
+            site = None
+    _class_sites[cls] = site
+    return site
+
+
+def _module_table(gc: GraphCollection, classifier: FrameClassifier) -> list[dict[str, Any]]:
+    assert gc.model is not None
+    state: dict[str, str] = {}
+    rank = {"failed": 3, "traced": 2, "leaf": 1}
+    for t in gc.tracers:
+        for path, kind in t.completed:
+            if rank.get(kind, 0) > rank.get(state.get(path, ""), 0):
+                state[path] = kind
+    leaf_check = gc.tracers[0]
+    rows: list[dict[str, Any]] = []
+    statuses: dict[str, str] = {}
+    for path, m in reversed(list(gc.model.named_modules())):  # children before parents
+        if gc.is_failed(m):
+            status = "failed"
+        elif isinstance(m, CONTAINER_TYPES):
+            kids = [statuses.get(f"{path}.{n}" if path else n, "unvisited") for n, _ in m.named_children()]
+            status = "traced" if any(k != "unvisited" for k in kids) else "unvisited"
+        elif path in state:
+            status = state[path]
+        elif gc.is_unvisited(m):
+            status = "unvisited"
+        else:
+            status = "leaf" if leaf_check.is_static_leaf(m, path) else "traced"
+        statuses[path] = status
+        row: dict[str, Any] = {
+            "path": path,
+            "type": type_name(m),
+            "status": status,
+            "params": sum(p.numel() for p in m.parameters(recurse=False)),
+        }
+        site = _class_site(type(m), classifier)
+        if site is not None:
+            row["file"], row["line"] = site
+        rows.append(row)
+    rows.reverse()
+    return rows
+
+
+def analyze(
+    model: nn.Module,
+    concrete_args: dict[str, Any] | None = None,
+    *,
+    is_user_file: Callable[[str], bool] | None = None,
+    leaf_types: tuple[type, ...] = (),
+    sites: dict[tuple[int, str], SourceLocation] | None = None,
+    extra_findings: list[Finding] | None = None,
+) -> TraceReport:
+    """Trace ``model`` recursively and collect findings, hazards and module statuses."""
+    gc = GraphCollection(is_user_file=is_user_file, leaf_types=leaf_types)
+    gc.sites = sites or {}
+    gc.recursive_trace(model, concrete_args)
+    findings = FindingSet()
+    findings.extend(extra_findings or [])
+    findings.extend(gc.findings)
+    findings.extend(find_hazards(gc))
+    modules = _module_table(gc, gc._classifier)
+    if any(m["status"] == "failed" for m in modules):
+        status = "partial" if len(gc) else "failed"
+    else:
+        status = "traced"
+    return TraceReport(gc, findings.items(), modules, status, list(extra_findings or []))

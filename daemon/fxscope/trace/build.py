@@ -1,0 +1,115 @@
+"""Building models for tracing: on the meta device by default, recording where every submodule
+and parameter was assigned (for FXS301/FXS302 locations).
+
+>>> import torch
+>>> built = build_model(lambda: torch.nn.Linear(1000, 1000))
+>>> built.device, built.model.weight.is_meta
+('meta', True)
+"""
+
+from __future__ import annotations
+
+import sys
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterator
+
+import torch
+import torch.nn as nn
+
+from fxscope.trace.findings import Finding
+from fxscope.trace.frames import INTERNAL, USER, FrameClassifier, SourceLocation, frame_location, traceback_location
+
+__all__ = ["BuiltModel", "build_model", "record_assignments", "BuildError"]
+
+
+class BuildError(Exception):
+    """The factory raised (on every device tried). ``__cause__`` is the original exception."""
+
+
+@dataclass
+class BuiltModel:
+    """A built model, its concrete args, the device used, and construction findings/sites."""
+
+    model: nn.Module
+    concrete_args: dict[str, Any] | None
+    device: str
+    findings: list[Finding] = field(default_factory=list)
+    #: (id(owner module), attribute name) -> where it was assigned.
+    sites: dict[tuple[int, str], SourceLocation] = field(default_factory=dict)
+
+
+@contextmanager
+def record_assignments(sites: dict[tuple[int, str], SourceLocation],
+                       classifier: FrameClassifier) -> Iterator[None]:
+    """Record the source location of every submodule/parameter assignment while active."""
+    original = nn.Module.__setattr__
+
+    def recording_setattr(self: nn.Module, name: str, value: Any) -> None:
+        original(self, name, value)
+        if isinstance(value, (nn.Module, nn.Parameter)):
+            frame = sys._getframe(1)
+            while frame is not None and classifier.kind(frame.f_code) == INTERNAL:
+                frame = frame.f_back
+            if frame is not None:
+                sites[(id(self), name)] = frame_location(frame)
+
+    nn.Module.__setattr__ = recording_setattr  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        nn.Module.__setattr__ = original  # type: ignore[method-assign]
+
+
+def _unpack(result: Any) -> tuple[nn.Module, dict[str, Any] | None]:
+    if isinstance(result, tuple) and len(result) == 2 and isinstance(result[0], nn.Module):
+        module, cargs = result
+        if cargs is not None and not isinstance(cargs, dict):
+            raise TypeError(f"factory returned concrete args of type {type(cargs).__name__}, expected a dict")
+        return module, cargs
+    if isinstance(result, nn.Module):
+        return result, None
+    raise TypeError(f"factory returned {type(result).__name__}, expected an nn.Module or (module, concrete_args)")
+
+
+def _innermost_model_location(e: BaseException, classifier: FrameClassifier) -> SourceLocation | None:
+    tb, best, user = e.__traceback__, None, None
+    while tb is not None:
+        kind = classifier.kind(tb.tb_frame.f_code)
+        if kind != INTERNAL:
+            best = tb
+            if kind == USER:
+                user = tb
+        tb = tb.tb_next
+    chosen = user or best
+    return traceback_location(chosen) if chosen is not None else None
+
+
+def build_model(factory: Callable[[], Any], *, device: str = "meta",
+                is_user_file: Callable[[str], bool] | None = None,
+                classifier: FrameClassifier | None = None) -> BuiltModel:
+    """Call ``factory`` under ``torch.device(device)``; on meta failure retry on CPU with an
+    FXS406 info finding. Raises :class:`BuildError` when construction fails on CPU too."""
+    classifier = classifier or FrameClassifier(is_user_file)
+    sites: dict[tuple[int, str], SourceLocation] = {}
+    findings: list[Finding] = []
+    if device == "meta":
+        try:
+            with record_assignments(sites, classifier), torch.device("meta"):
+                model, cargs = _unpack(factory())
+            return BuiltModel(model, cargs, "meta", findings, sites)
+        except Exception as e:  # fall back to CPU
+            sites.clear()
+            loc = _innermost_model_location(e, classifier)
+            if loc is not None:
+                findings.append(Finding(
+                    "FXS406",
+                    f"built on CPU: construction on the meta device raised {type(e).__name__}: {e}",
+                    loc,
+                ))
+    try:
+        with record_assignments(sites, classifier):
+            model, cargs = _unpack(factory())
+    except Exception as e:
+        raise BuildError(f"{type(e).__name__}: {e}") from e
+    return BuiltModel(model, cargs, "cpu", findings, sites)

@@ -1,0 +1,668 @@
+"""RobustTracer: a ``torch.fx.Tracer`` that reports every untraceable line and keeps going.
+
+A module whose own forward has an error finding is *failed*: it appears in its parent's graph as
+a leaf ``call_module`` node (the nodes its exploration produced are erased), while exploration
+went on inside it so that every problem of one forward is found in one run. The fx module stack
+is restored in ``finally`` so failures at any depth never corrupt the parent's state.
+
+>>> import torch
+>>> class Gate(torch.nn.Module):
+...     def forward(self, x):
+...         if x.sum() > 0:
+...             return x
+...         return -x
+>>> class Net(torch.nn.Module):
+...     def __init__(self):
+...         super().__init__()
+...         self.gate = Gate()
+...         self.fc = torch.nn.Linear(4, 4)
+...     def forward(self, x):
+...         return self.fc(self.gate(x))
+>>> tracer = RobustTracer()
+>>> graph = tracer.trace(Net())
+>>> [n.op for n in graph.nodes]
+['placeholder', 'call_module', 'call_module', 'output']
+>>> tracer.is_failed(tracer.root.gate), [f.code for f in tracer.findings.items()]
+(True, ['FXS101'])
+"""
+
+from __future__ import annotations
+
+import dis
+import inspect
+import linecache
+import sys
+import types
+import weakref
+from contextlib import contextmanager
+from typing import Any, Callable, Iterator
+
+import torch
+import torch.nn as nn
+from torch.fx import Graph, Node, Proxy, Tracer
+from torch.fx.proxy import TraceError
+
+from fxscope.trace.findings import Finding, FindingSet
+from fxscope.trace.frames import (
+    INTERNAL,
+    USER,
+    FrameClassifier,
+    SourceLocation,
+    frame_location,
+    traceback_location,
+)
+
+__all__ = ["RobustTracer", "CONTAINER_TYPES", "type_name"]
+
+#: Modules without a forward of their own: never traced, never failures.
+CONTAINER_TYPES = (nn.ModuleList, nn.ModuleDict, nn.ParameterList, nn.ParameterDict)
+
+#: Tensor methods whose result is a Python value or foreign array (FXS106).
+_FOREIGN_METHODS = {"item": ".item()", "tolist": ".tolist()", "numpy": ".numpy()"}
+
+_JUMP_CONSTRUCTS = {
+    "UNARY_NOT": "`not`",
+    "JUMP_IF_TRUE_OR_POP": "`or`",
+    "JUMP_IF_FALSE_OR_POP": "`and`",
+}
+
+
+def type_name(obj: Any) -> str:
+    """Qualified class name of ``obj`` (or of the class itself)."""
+    cls = obj if isinstance(obj, type) else type(obj)
+    return f"{cls.__module__}.{cls.__qualname__}"
+
+
+class _hybridmethod:
+    """A method bound to the class when called on the class, to the instance otherwise."""
+
+    def __init__(self, fn: Callable) -> None:
+        self.fn = fn
+        self.__doc__ = fn.__doc__
+
+    def __get__(self, obj: Any, cls: type) -> Callable:
+        return types.MethodType(self.fn, cls if obj is None else obj)
+
+
+class _ModuleCall:
+    """One module forward being explored."""
+
+    __slots__ = ("module", "path", "marker", "completed_len", "failed", "aborted", "message")
+
+    def __init__(self, module: nn.Module, path: str, marker: Node | None, completed_len: int) -> None:
+        self.module = module
+        self.path = path
+        self.marker = marker
+        self.completed_len = completed_len
+        self.failed = False
+        self.aborted = False
+        self.message: str | None = None
+
+
+def _snippet(loc: SourceLocation, limit: int = 60) -> str | None:
+    """The source text of a single-line location, if short enough to quote."""
+    if loc.column is None or loc.end_column is None or loc.end_line not in (None, loc.line):
+        return None
+    text = linecache.getline(loc.file, loc.line)[loc.column - 1 : loc.end_column - 1].strip()
+    return text if text and len(text) <= limit else None
+
+
+def _quoted(loc: SourceLocation, fallback: str = "a traced value") -> str:
+    text = _snippet(loc)
+    return f"`{text}`" if text else fallback
+
+
+class RobustTracer(Tracer):
+    """A ``torch.fx.Tracer`` that records failing module calls as leaves and keeps tracing.
+
+    Args:
+        is_user_file: predicate telling which files are user (workspace) code; findings in other
+            non-internal code (site-packages) get the innermost user frame as ``anchor``.
+        prefix: module path of ``root`` inside the original model (for scopes), e.g. ``blocks.0``.
+        leaf_types: extra leaf classes for this tracer only.
+    """
+
+    _leaves: set[type] = set()
+    _leaf_instances: "weakref.WeakSet[nn.Module]" = weakref.WeakSet()
+
+    def __init__(
+        self,
+        *,
+        is_user_file: Callable[[str], bool] | None = None,
+        prefix: str = "",
+        leaf_types: tuple[type, ...] = (),
+        classifier: FrameClassifier | None = None,
+    ) -> None:
+        super().__init__()
+        self.prefix = prefix
+        self.classifier = classifier or FrameClassifier(is_user_file)
+        self._own_leaf_types: set[type] = set(leaf_types)
+        self._own_leaf_instances: "weakref.WeakSet[nn.Module]" = weakref.WeakSet()
+        self._failed: dict[int, str] = {}
+        self._visited: set[int] = set()
+        self._reset_trace_state()
+
+    # ------------------------------------------------------------------ leaves (modelopt API)
+    @_hybridmethod
+    def register_leaf(self_or_cls, m: nn.Module | type) -> None:
+        """Register a leaf: a class or an instance; on the class for every tracer, on a tracer
+        instance for that tracer only."""
+        if isinstance(self_or_cls, type):
+            (self_or_cls._leaves if isinstance(m, type) else self_or_cls._leaf_instances).add(m)
+        else:
+            target = self_or_cls._own_leaf_types if isinstance(m, type) else self_or_cls._own_leaf_instances
+            target.add(m)
+
+    @_hybridmethod
+    def unregister_leaf(self_or_cls, m: nn.Module | type) -> None:
+        """Undo :meth:`register_leaf` (no error when not registered)."""
+        if isinstance(self_or_cls, type):
+            (self_or_cls._leaves if isinstance(m, type) else self_or_cls._leaf_instances).discard(m)
+        else:
+            target = self_or_cls._own_leaf_types if isinstance(m, type) else self_or_cls._own_leaf_instances
+            target.discard(m)
+
+    @_hybridmethod
+    def is_registered_leaf(self_or_cls, m: nn.Module | type) -> bool:
+        """Whether ``m`` (class or instance) is a registered leaf here."""
+        cls = m if isinstance(m, type) else type(m)
+        registries = [RobustTracer._leaves, self_or_cls._leaves]
+        if not isinstance(self_or_cls, type):
+            registries.append(self_or_cls._own_leaf_types)
+        if any(cls in r for r in registries):
+            return True
+        if isinstance(m, type):
+            return False
+        if m in RobustTracer._leaf_instances or m in self_or_cls._leaf_instances:
+            return True
+        return not isinstance(self_or_cls, type) and m in self_or_cls._own_leaf_instances
+
+    def is_leaf_module(self, m: nn.Module, module_qualified_name: str) -> bool:
+        """Standard torch.nn leaves, registered leaves and failed modules."""
+        return self.is_static_leaf(m, module_qualified_name) or id(m) in self._failed
+
+    def is_static_leaf(self, m: nn.Module, module_qualified_name: str = "") -> bool:
+        """A leaf by type or registration (standard torch.nn modules, registered leaves)."""
+        return super().is_leaf_module(m, module_qualified_name) or self.is_registered_leaf(m)
+
+    # ------------------------------------------------------------------ results (modelopt API)
+    def record_call_module(self, m: nn.Module, e: BaseException | str | None = None) -> None:
+        """Mark ``m`` visited, and failed with ``e`` when given."""
+        self._visited.add(id(m))
+        if e is not None:
+            msg = e if isinstance(e, str) else f"{type(e).__name__}: {e}"
+            self._failed.setdefault(id(m), msg)
+
+    def is_failed(self, m: nn.Module) -> bool:
+        """Whether ``m``'s own forward could not be traced."""
+        return id(m) in self._failed
+
+    def failure_msg(self, m: nn.Module) -> str | None:
+        """Why ``m`` failed (the first error in its own forward), or None."""
+        return self._failed.get(id(m))
+
+    def is_unvisited(self, m: nn.Module) -> bool:
+        """Whether ``m`` was never called while tracing."""
+        return id(m) not in self._visited
+
+    # ------------------------------------------------------------------ state
+    def _reset_trace_state(self) -> None:
+        self.findings = FindingSet()
+        #: Full paths of modules in the order their forward was first entered (FSDP exec order).
+        self.forward_order: list[str] = []
+        #: Full parameter names in the order of first use.
+        self.param_order: list[str] = []
+        #: (full path, "traced" | "leaf") for every module call represented in the final graph.
+        self.completed: list[tuple[str, str]] = []
+        #: Full paths whose forward was cut short by an exception.
+        self.aborted: set[str] = set()
+        #: id(module) -> (args, kwargs) of its first call.
+        self.call_args: dict[int, tuple[tuple, dict]] = {}
+        self._calls: list[_ModuleCall] = []
+        self._param_cache: dict[str, Proxy] | None = None
+        self._site_visits: dict[tuple, int] = {}
+        self._entry_frame: types.FrameType | None = None
+        self._seen_paths: set[str] = set()
+        self._seen_params: set[str] = set()
+        #: id() of every parameter read in forward (get_attr) or owned by a called leaf.
+        self.used_params: set[int] = set()
+
+    def full_path(self, path: str) -> str:
+        """``path`` (relative to the traced root) inside the original model."""
+        if not self.prefix:
+            return path
+        return f"{self.prefix}.{path}" if path else self.prefix
+
+    # ------------------------------------------------------------------ tracing
+    def trace(self, root: nn.Module | Callable[..., Any], concrete_args: dict[str, Any] | None = None) -> Graph:
+        """Trace ``root``; never raises for problems in the model's code.
+
+        A root that is itself a leaf becomes one ``call_module`` node. A root whose own forward
+        fails gives an empty ``Graph`` (its children are traced on their own by
+        :func:`fxscope.trace.recursive_trace`).
+        """
+        self._reset_trace_state()
+        self._entry_frame = sys._getframe()
+        root_call = _ModuleCall(root, "", None, 0) if isinstance(root, nn.Module) else None
+        if root_call is not None:
+            self._visited.add(id(root))
+            self._note_forward("")
+            self._calls.append(root_call)
+        try:
+            with _proxy_hooks():
+                if isinstance(root, nn.Module) and self.is_leaf_module(root, ""):
+                    graph = self._trace_leaf_root(root, concrete_args)
+                else:
+                    graph = super().trace(root, concrete_args)
+        except Exception as e:  # the root's own forward raised
+            if root_call is None:
+                raise
+            self._record_exception(e, root_call)
+            graph = self.graph
+        finally:
+            self._calls.clear()
+            self._entry_frame = None
+        if root_call is not None and root_call.failed:
+            self.record_call_module(root, root_call.message or "failed")
+            self.completed.clear()
+            self.graph = Graph(tracer_cls=type(self))
+            return self.graph
+        if root_call is not None:
+            self.completed.insert(0, (self.full_path(""), "traced"))
+        return graph
+
+    def _trace_leaf_root(self, root: nn.Module, concrete_args: dict[str, Any] | None) -> Graph:
+        """A leaf root: placeholders, one call_module node, the output."""
+        self.root = root
+        self.graph = Graph(tracer_cls=type(self))
+        self.submodule_paths = {mod: name for name, mod in root.named_modules()}
+        fn, args = self.create_args_for_root(type(root).forward, True, concrete_args)
+        out = self.create_proxy("call_module", "", tuple(args[1:]), {})
+        self.create_node("output", "output", (self.create_arg(out),), {})
+        self.completed.append((self.full_path(""), "leaf"))
+        return self.graph
+
+    def call_module(self, m: nn.Module, forward: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
+        """Explore ``m``'s forward; on an error finding in it, replace it by a leaf node."""
+        path = self.path_of_module(m)
+        full = self.full_path(path)
+        self._visited.add(id(m))
+        self._note_forward(full)
+        self.call_args.setdefault(id(m), (args, kwargs))
+        if self.is_leaf_module(m, path):
+            ret = super().call_module(m, forward, args, kwargs)
+            self._note_leaf_params(m, full)
+            self.completed.append((full, "failed" if id(m) in self._failed else "leaf"))
+            return ret
+        call = _ModuleCall(m, path, self.graph._root.prev, len(self.completed))
+        saved_stack = self.module_stack.copy()
+        self._calls.append(call)
+        try:
+            ret = super().call_module(m, forward, args, kwargs)
+        except Exception as e:
+            self.module_stack.clear()
+            self.module_stack.update(saved_stack)
+            self._record_exception(e, call)
+        finally:
+            self._calls.pop()
+        if not call.failed:
+            self.completed.append((full, "traced"))
+            return ret
+        self._erase_after(call.marker)
+        del self.completed[call.completed_len:]
+        self.record_call_module(m, call.message or "failed")
+        ret = super().call_module(m, forward, args, kwargs)  # now a leaf
+        self.completed.append((full, "failed"))
+        return ret
+
+    def getattr(self, attr: str, attr_val: Any, parameter_proxy_cache: dict[str, Any]) -> Any:
+        """Like fx, and records parameter first-use order."""
+        self._param_cache = parameter_proxy_cache
+        ret = super().getattr(attr, attr_val, parameter_proxy_cache)
+        if isinstance(attr_val, nn.Parameter):
+            self.used_params.add(id(attr_val))
+            if isinstance(ret, Proxy) and ret.node.op == "get_attr":
+                self._note_param(self.full_path(str(ret.node.target)))
+        return ret
+
+    def create_node(self, kind: str, target: Any, args: tuple, kwargs: dict,
+                    name: str | None = None, type_expr: Any | None = None) -> Node:
+        """Like fx, and annotates the node with its module scope and source line."""
+        node = super().create_node(kind, target, args, kwargs, name, type_expr)
+        scope = self.scope
+        meta = node.meta
+        meta["fxscope_scope"] = self.full_path(scope.module_path)
+        if scope.module_type is not None:
+            meta["fxscope_scope_type"] = type_name(scope.module_type)
+        elif isinstance(self.root, nn.Module):
+            meta["fxscope_scope_type"] = type_name(self.root)
+        frame = sys._getframe(1)
+        kind_of = self.classifier.kind
+        foreign = False
+        while frame is not None:
+            k = kind_of(frame.f_code)
+            if k != INTERNAL:
+                meta["fxscope_source"] = (frame.f_code.co_filename, frame.f_lineno)
+                meta["fxscope_pos"] = (frame.f_code, frame.f_lasti)
+                break
+            if not foreign and "numpy" in frame.f_code.co_filename:
+                foreign = _is_numpy(frame.f_code.co_filename)
+            frame = frame.f_back
+        if kind == "call_method" and target in _FOREIGN_METHODS:
+            self._report(
+                "FXS106",
+                f"{_FOREIGN_METHODS[target]} turns a traced value into a Python value or array "
+                "that tracing cannot follow",
+                start=sys._getframe(1),
+            )
+        elif foreign and kind in ("call_method", "call_function"):
+            self._report(
+                "FXS106",
+                f"a traced value is passed to numpy, which calls `{getattr(target, '__name__', target)}`"
+                " on it instead of computing with torch",
+                start=sys._getframe(1),
+            )
+        return node
+
+    # ------------------------------------------------------------------ hooks (report and continue)
+    def to_bool(self, obj: Proxy) -> bool:
+        """Record FXS101 and pick a branch: alternating per site, so both branches get explored
+        and ``while`` loops end."""
+        frame = self._offending_frame(sys._getframe(1))
+        construct = "an `if`/`while` condition"
+        if frame is not None:
+            construct = _bool_construct(frame)
+        loc = self._report(
+            "FXS101",
+            None,
+            start=sys._getframe(1),
+            message_fn=lambda loc: f"traced value {_quoted(loc)} decides {construct}; its value is "
+            "unknown while tracing",
+        )
+        key = (loc.file, loc.line, loc.column) if loc else None
+        visits = self._site_visits.get(key, 0)
+        self._site_visits[key] = visits + 1
+        return visits % 2 == 0
+
+    def iter(self, obj: Proxy) -> Iterator:
+        """Record FXS102 and iterate over one element."""
+        self._report(
+            "FXS102",
+            None,
+            start=sys._getframe(1),
+            message_fn=lambda loc: f"{_quoted(loc, 'a traced value')} is a traced value and is "
+            "iterated; its length is unknown while tracing",
+        )
+        return iter([obj[0]])
+
+    def keys(self, obj: Proxy) -> Any:
+        """Record FXS102 for ``**x`` on a traced value."""
+        self._report("FXS102", "`**` unpacks a traced value; its keys are unknown while tracing",
+                     start=sys._getframe(1))
+        return ()
+
+    # ------------------------------------------------------------------ reporting
+    def _offending_frame(self, start: types.FrameType | None) -> types.FrameType | None:
+        for frame in self.classifier.model_frames(start, self._entry_frame):
+            return frame
+        return None
+
+    def _report(
+        self,
+        code: str,
+        message: str | None,
+        *,
+        start: types.FrameType | None,
+        hint: str | None = None,
+        message_fn: Callable[[SourceLocation], str] | None = None,
+    ) -> SourceLocation | None:
+        """Record a finding located at the first model frame from ``start`` outwards."""
+        frames = list(self.classifier.model_frames(start, self._entry_frame))
+        if not frames:
+            call = self._calls[-1] if self._calls else None
+            if call is not None:
+                call.failed = True
+                call.message = call.message or f"{code}: {message or 'untraceable code'}"
+            return None
+        loc = frame_location(frames[0])
+        anchor = None
+        if self.classifier.kind(frames[0].f_code) != USER:
+            user = next((f for f in frames if self.classifier.kind(f.f_code) == USER), None)
+            anchor = frame_location(user) if user is not None else None
+        related = [frame_location(f) for f in reversed(frames[1:9])]
+        self._add_finding(code, message or (message_fn(loc) if message_fn else code), loc, anchor, related, hint)
+        return loc
+
+    def _add_finding(self, code: str, message: str, loc: SourceLocation, anchor: SourceLocation | None,
+                     related: list[SourceLocation], hint: str | None, call: _ModuleCall | None = None) -> None:
+        call = call or (self._calls[-1] if self._calls else None)
+        scopes = []
+        if call is not None:
+            scopes.append((self.full_path(call.path), type_name(call.module)))
+            call.failed = True
+            if call.message is None:
+                call.message = f"{code}: {message}"
+        self.findings.add(Finding(code, message, loc, hint, anchor, related, scopes))
+
+    def _record_exception(self, e: BaseException, call: _ModuleCall) -> None:
+        """Record an exception that ended ``call``'s forward, at the innermost model frame."""
+        call.aborted = True
+        self.aborted.add(self.full_path(call.path))
+        if getattr(e, "_fxscope_reported", False):
+            call.failed = True
+            return
+        tb_entries = []
+        tb = e.__traceback__
+        numpy_involved = False
+        while tb is not None:
+            code = tb.tb_frame.f_code
+            if self.classifier.kind(code) != INTERNAL:
+                tb_entries.append(tb)
+            elif _is_numpy(code.co_filename):
+                numpy_involved = True
+            tb = tb.tb_next
+        if not tb_entries:
+            # Raised directly by the tracer machinery for this call: locate at the caller.
+            outer = list(self.classifier.model_frames(sys._getframe(1), self._entry_frame))
+            if not outer:
+                call.failed = True
+                call.message = call.message or f"{type(e).__name__}: {e}"
+                return
+            locs = [frame_location(f) for f in outer]
+            loc, related = locs[0], list(reversed(locs[1:9]))
+            anchor = None
+        else:
+            locs_inner = [traceback_location(t) for t in tb_entries]  # outermost first
+            outer = [frame_location(f) for f in self.classifier.model_frames(sys._getframe(1), self._entry_frame)]
+            chain = list(reversed(outer)) + locs_inner
+            loc = chain[-1]
+            related = chain[:-1][-8:]
+            anchor = None
+            if self.classifier.kind(tb_entries[-1].tb_frame.f_code) != USER:
+                users = [t for t in tb_entries if self.classifier.kind(t.tb_frame.f_code) == USER]
+                if users:
+                    anchor = traceback_location(users[-1])
+                else:
+                    user_frames = [f for f in self.classifier.model_frames(sys._getframe(1), self._entry_frame)
+                                   if self.classifier.kind(f.f_code) == USER]
+                    anchor = frame_location(user_frames[0]) if user_frames else None
+        code, message = _classify_exception(e, numpy_involved, loc)
+        self._add_finding(code, message, loc, anchor, related, None, call)
+
+    # ------------------------------------------------------------------ bookkeeping
+    def _note_forward(self, full: str) -> None:
+        if full not in self._seen_paths:
+            self._seen_paths.add(full)
+            self.forward_order.append(full)
+
+    def _note_param(self, full_name: str) -> None:
+        if full_name not in self._seen_params:
+            self._seen_params.add(full_name)
+            self.param_order.append(full_name)
+
+    def _note_leaf_params(self, m: nn.Module, full: str) -> None:
+        for name, p in m.named_parameters():
+            self.used_params.add(id(p))
+            self._note_param(f"{full}.{name}" if full else name)
+
+    def _erase_after(self, marker: Node | None) -> None:
+        """Erase every node created after ``marker`` (the exploration of a failed module)."""
+        graph = self.graph
+        erased: set[Node] = set()
+        node = graph._root.prev
+        while node is not marker and node is not graph._root:
+            prev = node.prev
+            if not node.users:
+                graph.erase_node(node)
+                erased.add(node)
+            node = prev
+        if erased and self._param_cache:
+            for k in [k for k, p in self._param_cache.items() if p.node in erased]:
+                del self._param_cache[k]
+
+
+# ---------------------------------------------------------------------- helpers
+def _is_numpy(filename: str) -> bool:
+    np = sys.modules.get("numpy")
+    base = getattr(np, "__file__", None)
+    if not base:
+        return False
+    import os
+
+    return filename.startswith(os.path.dirname(base))
+
+
+def _bool_construct(frame: types.FrameType) -> str:
+    """Which Python construct asked for the bool at ``frame``'s current instruction."""
+    try:
+        instructions = list(dis.get_instructions(frame.f_code))
+    except Exception:  # pragma: no cover - defensive
+        return "Python control flow"
+    for i, ins in enumerate(instructions):
+        if ins.offset == frame.f_lasti:
+            if ins.opname in _JUMP_CONSTRUCTS:
+                return _JUMP_CONSTRUCTS[ins.opname]
+            if "JUMP" in ins.opname:
+                nxt = instructions[i + 1] if i + 1 < len(instructions) else None
+                if nxt is not None and nxt.opname == "LOAD_ASSERTION_ERROR":
+                    return "an `assert`"
+                return "an `if`/`while` condition"
+            if ins.opname in ("CALL", "PRECALL", "CALL_FUNCTION"):
+                return "`bool()`"
+            break
+    return "Python control flow"
+
+
+def _classify_exception(e: BaseException, numpy_involved: bool, loc: SourceLocation) -> tuple[str, str]:
+    """Map an exception raised while tracing to a finding code and message."""
+    text = str(e)
+    name = type(e).__name__
+    if numpy_involved or "__array" in text:
+        return "FXS106", f"a traced value reaches numpy, which needs real data ({name}: {text})"
+    if isinstance(e, TraceError) and "iterated" in text:
+        return "FXS102", f"traced value {_quoted(loc)} is iterated; its length is unknown while tracing"
+    if isinstance(e, TraceError) and "control flow" in text:
+        return "FXS101", f"traced value {_quoted(loc)} decides Python control flow"
+    if "'len' is not supported" in text:
+        return "FXS103", f"`len()` of traced value {_quoted(loc)}"
+    if isinstance(e, TypeError) and "Proxy" in text:
+        if "item assignment" in text:
+            return "FXS105", f"item assignment into traced value {_quoted(loc)}"
+        if any(s in text for s in ("interpreted as an integer", "indices must be", "int() argument",
+                                   "float() argument", "must be real number")):
+            return "FXS104", f"traced value used as a Python number or index in {_quoted(loc, 'this expression')}"
+    if isinstance(e, RecursionError):
+        return "FXS107", "RecursionError: maximum recursion depth exceeded while tracing"
+    return "FXS107", f"{name}: {text}" if text else name
+
+
+# ---------------------------------------------------------------------- Proxy dunders
+def _tracer_of(proxy: Proxy) -> RobustTracer | None:
+    tracer = getattr(proxy, "tracer", None)
+    return tracer if isinstance(tracer, RobustTracer) else None
+
+
+def _proxy_len(self: Proxy) -> int:
+    tracer = _tracer_of(self)
+    if tracer is None:
+        return _ORIGINAL["__len__"](self)
+    tracer._report("FXS103", None, start=sys._getframe(1),
+                   message_fn=lambda loc: f"`len()` of a traced value in {_quoted(loc, 'this expression')}; "
+                   "its length is unknown while tracing")
+    return 1
+
+
+def _number_hook(kind: str, placeholder: Any) -> Callable[[Proxy], Any]:
+    def hook(self: Proxy) -> Any:
+        tracer = _tracer_of(self)
+        if tracer is None:
+            raise TypeError(f"'Proxy' object cannot be interpreted as {kind}")
+        tracer._report("FXS104", None, start=sys._getframe(1),
+                       message_fn=lambda loc: f"a traced value is used as a Python {kind} in "
+                       f"{_quoted(loc, 'this expression')}; its value is unknown while tracing")
+        return placeholder
+
+    return hook
+
+
+def _proxy_setitem(self: Proxy, key: Any, value: Any) -> None:
+    tracer = _tracer_of(self)
+    if tracer is None:
+        raise TypeError("'Proxy' object does not support item assignment")
+    tracer._report("FXS105", None, start=sys._getframe(1),
+                   message_fn=lambda loc: f"item assignment into a traced value in "
+                   f"{_quoted(loc, 'this statement')}; symbolic tracing does not record in-place writes")
+
+
+def _proxy_array(self: Proxy, *args: Any, **kwargs: Any) -> Any:
+    tracer = _tracer_of(self)
+    import numpy
+
+    if tracer is not None:
+        tracer._report("FXS106", None, start=sys._getframe(1),
+                       message_fn=lambda loc: f"a traced value is converted to a numpy array in "
+                       f"{_quoted(loc, 'this expression')}; numpy needs real data")
+    return numpy.zeros(())
+
+
+def _no_attr(name: str) -> property:
+    def getter(self: Proxy) -> Any:
+        raise AttributeError(name)
+
+    return property(getter)
+
+
+_ORIGINAL: dict[str, Any] = {}
+_HOOKS: dict[str, Any] = {
+    "__len__": _proxy_len,
+    "__index__": _number_hook("integer", 1),
+    "__int__": _number_hook("integer", 1),
+    "__float__": _number_hook("float", 1.0),
+    "__setitem__": _proxy_setitem,
+    "__array__": _proxy_array,
+    "__array_struct__": _no_attr("__array_struct__"),
+    "__array_interface__": _no_attr("__array_interface__"),
+}
+_hook_depth = 0
+
+
+@contextmanager
+def _proxy_hooks() -> Iterator[None]:
+    """Install the report-and-continue dunders on ``Proxy`` for the duration of a trace."""
+    global _hook_depth
+    if _hook_depth == 0:
+        for name, hook in _HOOKS.items():
+            _ORIGINAL[name] = Proxy.__dict__.get(name)
+            setattr(Proxy, name, hook)
+    _hook_depth += 1
+    try:
+        yield
+    finally:
+        _hook_depth -= 1
+        if _hook_depth == 0:
+            for name, original in _ORIGINAL.items():
+                if original is None:
+                    delattr(Proxy, name)
+                else:
+                    setattr(Proxy, name, original)
+            _ORIGINAL.clear()
