@@ -77,6 +77,7 @@ def graph_to_json(graph: Graph) -> list[dict[str, Any]]:
             "target": _target_str(n),
             "scope": n.meta.get("fxscope_scope", ""),
             "scope_type": n.meta.get("fxscope_scope_type", ""),
+            "inputs": [i.name for i in n.all_input_nodes],
         }
         src = n.meta.get("fxscope_source")
         if src is not None:

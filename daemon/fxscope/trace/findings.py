@@ -5,8 +5,8 @@ The same problem seen in many module instances is one finding with many scopes:
 >>> from fxscope.trace.frames import SourceLocation
 >>> fs = FindingSet()
 >>> loc = SourceLocation("/w/m.py", 3, 8, 3, 20)
->>> fs.add(Finding("FXS101", "msg", loc, scopes=[("blocks.0", "m.Block")]))
->>> fs.add(Finding("FXS101", "msg", loc, scopes=[("blocks.1", "m.Block")]))
+>>> _ = fs.add(Finding("FXS101", "msg", loc, scopes=[("blocks.0", "m.Block")]))
+>>> _ = fs.add(Finding("FXS101", "msg", loc, scopes=[("blocks.1", "m.Block")]))
 >>> [s[0] for s in fs.items()[0].scopes]
 ['blocks.0', 'blocks.1']
 """

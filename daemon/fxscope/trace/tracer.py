@@ -221,6 +221,7 @@ class RobustTracer(Tracer):
         self._calls: list[_ModuleCall] = []
         self._param_cache: dict[str, Proxy] | None = None
         self._site_visits: dict[tuple, int] = {}
+        self._loc_codes: dict[tuple, str] = {}
         self._entry_frame: types.FrameType | None = None
         self._seen_paths: set[str] = set()
         self._seen_params: set[str] = set()
@@ -442,6 +443,12 @@ class RobustTracer(Tracer):
             call.failed = True
             if call.message is None:
                 call.message = f"{code}: {message}"
+        # One expression, one finding: `list(x)` asks for iter() and then len(), `f(*x.shape)`
+        # iterates and then passes the placeholder on; the first problem explains the rest.
+        key = (loc.file, loc.line, loc.column, loc.end_line, loc.end_column)
+        first = self._loc_codes.setdefault(key, code)
+        if first != code:
+            return
         self.findings.add(Finding(code, message, loc, hint, anchor, related, scopes))
 
     def _record_exception(self, e: BaseException, call: _ModuleCall) -> None:
@@ -625,9 +632,27 @@ def _proxy_array(self: Proxy, *args: Any, **kwargs: Any) -> Any:
     return numpy.zeros(())
 
 
-def _no_attr(name: str) -> property:
+_ZERO_ARRAY: Any = None
+
+
+def _array_attr(name: str) -> property:
+    """``__array_struct__``/``__array_interface__``: numpy probes these before ``__array__``.
+    Raising AttributeError would fall through to ``Proxy.__getattr__`` (an Attribute proxy, which
+    numpy rejects with "invalid __array_struct__"), so report FXS106 and hand numpy a 0-d array's
+    interface instead (the array is kept alive at module level)."""
+
     def getter(self: Proxy) -> Any:
-        raise AttributeError(name)
+        global _ZERO_ARRAY
+        tracer = _tracer_of(self)
+        import numpy
+
+        if tracer is not None:
+            tracer._report("FXS106", None, start=sys._getframe(1),
+                           message_fn=lambda loc: f"a traced value is converted to a numpy array in "
+                           f"{_quoted(loc, 'this expression')}; numpy needs real data")
+        if _ZERO_ARRAY is None:
+            _ZERO_ARRAY = numpy.zeros(())
+        return getattr(_ZERO_ARRAY, name)
 
     return property(getter)
 
@@ -640,8 +665,8 @@ _HOOKS: dict[str, Any] = {
     "__float__": _number_hook("float", 1.0),
     "__setitem__": _proxy_setitem,
     "__array__": _proxy_array,
-    "__array_struct__": _no_attr("__array_struct__"),
-    "__array_interface__": _no_attr("__array_interface__"),
+    "__array_struct__": _array_attr("__array_struct__"),
+    "__array_interface__": _array_attr("__array_interface__"),
 }
 _hook_depth = 0
 

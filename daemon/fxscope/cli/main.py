@@ -1,0 +1,205 @@
+"""``fxscope`` command line: ``check``, ``graph`` and ``daemon``.
+
+Exit codes: 0 nothing at or above ``--fail-on``; 1 findings; 2 usage or configuration error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import Any, Sequence
+
+from fxscope import __version__
+
+__all__ = ["main", "build_parser"]
+
+EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
+
+
+class UsageError(Exception):
+    """A bad argument or configuration: one line, exit 2."""
+
+
+def _shard(text: str) -> tuple[int, int]:
+    try:
+        i, n = (int(x) for x in text.split("/"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected I/N (e.g. 2/4), got {text!r}") from None
+    if not (n >= 1 and 1 <= i <= n):
+        raise argparse.ArgumentTypeError(f"shard {text!r} out of range: need 1 <= I <= N")
+    return i, n
+
+
+def _codes(text: str) -> list[str]:
+    return [c.strip() for c in text.split(",") if c.strip()]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of every subcommand."""
+    from fxscope.cli.filters import FAIL_ON
+    from fxscope.cli.formats import FORMATS
+
+    parser = argparse.ArgumentParser(prog="fxscope", description="Find the lines of PyTorch model code that torch.fx cannot trace.")
+    parser.add_argument("--version", action="version", version=f"fxscope {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--root", type=Path, help="workspace root (default: found from the paths or the current directory)")
+    common.add_argument("--cache-dir", type=Path, help="result cache directory (default: ROOT/.fxscope_cache)")
+    common.add_argument("--no-cache", action="store_true", help="trace every target, ignoring cached results")
+    common.add_argument("--workers", type=int, help="parallel trace jobs (default: number of cores)")
+
+    check = sub.add_parser("check", parents=[common], help="check a workspace and report findings")
+    check.add_argument("paths", nargs="*", type=Path, help="files or directories (default: the workspace)")
+    check.add_argument("--format", choices=FORMATS, default="text")
+    check.add_argument("--fail-on", choices=FAIL_ON, default="error", help="lowest severity that fails (exit 1)")
+    check.add_argument("--select", type=_codes, action="extend", help="only these codes or prefixes (FXS1, FXS101)")
+    check.add_argument("--ignore", type=_codes, action="extend", help="drop these codes or prefixes")
+    check.add_argument("--baseline", type=Path, help="report only findings not in this baseline file")
+    check.add_argument("--update-baseline", action="store_true", help="write today's findings to --baseline and exit 0")
+    check.add_argument("--shard", type=_shard, help="check only shard I of N (deterministic split of targets)")
+    check.add_argument("--graphs", action="store_true", help="include every FX graph in --format json")
+    check.add_argument("--color", choices=("auto", "always", "never"), default="auto")
+    check.add_argument("--daemon", action="store_true", help="ask the warm background daemon (starts it if needed)")
+
+    graph = sub.add_parser("graph", parents=[common], help="print the FX graph(s) of a target")
+    graph.add_argument("target", help="target id (path/file.py::Class or a factory name), or a unique class name")
+    graph.add_argument("--module", default=None, help="only the graph of this module path ('' = root)")
+    graph.add_argument("--format", choices=("text", "dot", "json"), default="text")
+
+    daemon = sub.add_parser("daemon", parents=[common], help="manage the warm background daemon")
+    daemon.add_argument("action", choices=("start", "stop", "status", "run"))
+    return parser
+
+
+def _find_root(args: argparse.Namespace, paths: Sequence[Path]) -> Path:
+    from fxscope.project.config import find_root
+
+    if args.root is not None:
+        if not args.root.is_dir():
+            raise UsageError(f"--root {args.root} is not a directory")
+        return args.root.resolve()
+    for p in paths:
+        if not p.exists():
+            raise UsageError(f"{p}: no such file or directory")
+    start = paths[0] if paths else Path.cwd()
+    return find_root(start.resolve())
+
+
+def _load_config(root: Path) -> Any:
+    from fxscope.project.config import ConfigError, load_config
+
+    try:
+        return load_config(root)
+    except ConfigError as e:
+        raise UsageError(str(e)) from None
+
+
+def _use_color(choice: str) -> bool:
+    if choice == "always":
+        return True
+    if choice == "never" or os.environ.get("NO_COLOR"):
+        return False
+    return sys.stdout.isatty()
+
+
+def _warn(msg: str) -> None:
+    sys.stderr.write(f"fxscope: warning: {msg}\n")
+
+
+def _engine(args: argparse.Namespace, root: Path, config: Any) -> Any:
+    from fxscope.engine import Engine
+
+    return Engine(root, config, cache_dir=args.cache_dir.resolve() if args.cache_dir else None,
+                  workers=args.workers, on_warning=_warn)
+
+
+def _run_check(args: argparse.Namespace, root: Path, config: Any) -> dict[str, Any]:
+    paths = [p.resolve() for p in args.paths] or None
+    if args.daemon:
+        from fxscope.cli.daemon import check_via_daemon
+
+        return check_via_daemon(root, args, paths)
+    from fxscope.cli.progress import Progress
+
+    with _engine(args, root, config) as engine, Progress() as progress:
+        def on_progress(ev: Any) -> None:
+            progress.update(ev.done, ev.total, ev.target)
+
+        return engine.check(paths, graphs=args.graphs, shard=args.shard, on_progress=on_progress,
+                            use_cache=not args.no_cache)
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    """``fxscope check``."""
+    from fxscope.cli import baseline, filters
+    from fxscope.cli.formats import render
+
+    root = _find_root(args, args.paths)
+    config = _load_config(root)
+    if args.update_baseline and args.baseline is None:
+        raise UsageError("--update-baseline needs --baseline FILE")
+    try:
+        report = _run_check(args, root, config)
+        report = filters.select_findings(report, args.select, args.ignore)
+    except ValueError as e:
+        raise UsageError(str(e)) from None
+    report = filters.apply_suppressions(report, root)
+    if args.baseline is not None:
+        if args.update_baseline:
+            count = baseline.write_baseline(args.baseline, report, root)
+            sys.stderr.write(f"fxscope: wrote {count} findings to {args.baseline}\n")
+            return EXIT_OK
+        try:
+            report = baseline.filter_baseline(report, args.baseline, root)
+        except ValueError as e:
+            raise UsageError(str(e)) from None
+    sys.stdout.write(render(report, args.format, color=_use_color(args.color), root=root))
+    sys.stdout.flush()
+    return filters.exit_code(report, args.fail_on)
+
+
+def cmd_graph(args: argparse.Namespace) -> int:
+    """``fxscope graph``."""
+    from fxscope.cli.graph_output import GraphTargetError, render_graphs, resolve_target
+
+    root = _find_root(args, [])
+    config = _load_config(root)
+    try:
+        with _engine(args, root, config) as engine:
+            target = resolve_target(engine.discover(), args.target)
+            report = engine.check(target_ids=[target.id], graphs=True, use_cache=not args.no_cache)
+        sys.stdout.write(render_graphs(report, target.id, args.module, args.format))
+    except GraphTargetError as e:
+        raise UsageError(str(e)) from None
+    return EXIT_OK
+
+
+def cmd_daemon(args: argparse.Namespace) -> int:
+    """``fxscope daemon start|stop|status|run``."""
+    from fxscope.cli import daemon
+
+    root = _find_root(args, [])
+    _load_config(root)
+    return daemon.command(args.action, root, args)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``fxscope`` console script."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    handlers = {"check": cmd_check, "graph": cmd_graph, "daemon": cmd_daemon}
+    try:
+        return handlers[args.command](args)
+    except UsageError as e:
+        sys.stderr.write(f"fxscope: error: {e}\n")
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        sys.stderr.write("fxscope: interrupted\n")
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

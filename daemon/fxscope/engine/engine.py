@@ -1,0 +1,289 @@
+"""The incremental core shared by every front end: targets -> cache or worker jobs -> results.
+
+The engine owns the state (config, cache, file hashes, worker pool); workers get a job dict and
+return a result dict. Answering from the cache never imports torch or starts a worker.
+
+>>> import tempfile, pathlib
+>>> ws = pathlib.Path(tempfile.mkdtemp())
+>>> with Engine(ws) as engine:
+...     engine.check()["summary"]["targets"]
+0
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import os
+import queue
+import sys
+import threading
+import time
+from collections import deque
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+from fxscope import __version__
+from fxscope.cache import FileHasher, ResultCache, hash_json
+from fxscope.engine.faults import fault_result, is_cacheable_fault
+from fxscope.engine.report import TargetResult, build_report, skipped_result
+from fxscope.project.config import Config, load_config
+from fxscope.project.discovery import Discovery, Target, discover
+
+__all__ = ["Engine", "ProgressEvent", "installed_torch_version"]
+
+
+def installed_torch_version() -> str:
+    """torch's installed version, read from package metadata (torch is not imported)."""
+    try:
+        return importlib.metadata.version("torch")
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown"
+
+
+class ProgressEvent:
+    """Progress of a check: ``done`` of ``total`` targets, the last finished ``target`` id."""
+
+    __slots__ = ("done", "total", "target", "cached")
+
+    def __init__(self, done: int, total: int, target: str, cached: bool) -> None:
+        self.done, self.total, self.target, self.cached = done, total, target, cached
+
+
+class Engine:
+    """Checks the targets of one workspace, incrementally, with isolated workers and a cache.
+
+    Args:
+        root: the workspace root.
+        config: its configuration (read from ``root/pyproject.toml`` when omitted).
+        cache_dir: where results are cached (default: config ``cache-dir`` or ``root/.fxscope_cache``).
+        workers: parallel trace jobs (default: config ``workers`` or the number of cores).
+        on_warning: receives one-line warnings (corrupt cache rebuilt, preload failure, ...).
+    """
+
+    def __init__(self, root: Path, config: Config | None = None, *, cache_dir: Path | None = None,
+                 workers: int | None = None, on_warning: Callable[[str], None] | None = None) -> None:
+        self.root = Path(root).resolve()
+        self.config = config or load_config(self.root)
+        self.on_warning = on_warning or (lambda msg: None)
+        directory = cache_dir or self.config.cache_dir or self.root / ".fxscope_cache"
+        self.cache = ResultCache(Path(directory), on_warning=self.on_warning)
+        self.hasher = FileHasher(self.root)
+        self.workers = workers or self.config.workers or os.cpu_count() or 1
+        self.torch_version = installed_torch_version()
+        self.context = hash_json({
+            "config": self.config.fingerprint(),
+            "torch": self.torch_version,
+            "fxscope": __version__,
+            "python": list(sys.version_info[:2]),
+        })
+        self._pool: Any = None
+        self._lock = threading.Lock()
+
+    # ------------------------------------------------------------------ lifecycle
+    def __enter__(self) -> "Engine":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Stop the workers and close the cache."""
+        with self._lock:
+            if self._pool is not None:
+                self._pool.close()
+                self._pool = None
+        self.cache.close()
+
+    @property
+    def pool(self) -> Any:
+        """The worker pool, created on first use (so cached answers never start torch)."""
+        with self._lock:
+            if self._pool is None:
+                from fxscope.worker.pool import WorkerPool
+
+                log = self.cache_directory / "worker.log"
+                self._pool = WorkerPool(preload=self.config.preload, max_workers=self.workers, log_path=log)
+            return self._pool
+
+    @property
+    def cache_directory(self) -> Path:
+        """The cache directory in use."""
+        return self.cache.directory
+
+    # ------------------------------------------------------------------ targets
+    def discover(self, overlays: dict[str, str] | None = None) -> Discovery:
+        """Targets of the workspace (AST only); ``overlays`` maps absolute paths to buffer text."""
+        ov = {Path(k): v for k, v in (overlays or {}).items()}
+        return discover(self.config, overlays=ov or None)
+
+    def select(self, discovery: Discovery, paths: Iterable[Path] | None = None,
+               target_ids: Iterable[str] | None = None, shard: tuple[int, int] | None = None) -> list[Target]:
+        """Targets defined under ``paths`` (files or directories), or with the given ids, then the
+        ``shard`` ``(i, n)`` (1-based) of them: sorted ids dealt round-robin, so shards are
+        disjoint and their union is the whole."""
+        targets = sorted(discovery.targets, key=lambda t: t.id)
+        if target_ids is not None:
+            wanted = set(target_ids)
+            targets = [t for t in targets if t.id in wanted]
+        if paths is not None:
+            rels = [self._rel(Path(p)) for p in paths]
+            targets = [t for t in targets if any(_under(t.file, r) for r in rels)]
+        if shard is not None:
+            i, n = shard
+            targets = [t for k, t in enumerate(targets) if k % n == i - 1]
+        return targets
+
+    def _rel(self, path: Path) -> str:
+        ab = path if path.is_absolute() else (Path.cwd() / path)
+        try:
+            rel = os.path.relpath(ab.resolve(), self.root)
+        except ValueError:
+            return "\0"
+        return "" if rel == "." else rel.replace(os.sep, "/")
+
+    # ------------------------------------------------------------------ running
+    def _set_overlays(self, overlays: dict[str, str] | None) -> dict[str, str]:
+        """Install buffer overlays into the hasher; returns them keyed by absolute path."""
+        current = set(self.hasher.overlays())
+        wanted: dict[str, str] = {}
+        for path, text in (overlays or {}).items():
+            rel = self._rel(Path(path))
+            if rel.startswith("..") or rel == "\0":
+                continue
+            wanted[rel] = text
+        for rel in current - set(wanted):
+            self.hasher.set_overlay(rel, None)
+        for rel, text in wanted.items():
+            self.hasher.set_overlay(rel, text)
+        return {str(self.root / rel): text for rel, text in wanted.items()}
+
+    def _job(self, target: Target, overlays: dict[str, str]) -> dict[str, Any]:
+        return {
+            "root": str(self.root),
+            "config": self.config.to_json(),
+            "target": target.to_json(),
+            "overlays": overlays,
+            "timeout": self.config.timeout,
+            "memory_limit_mb": self.config.memory_limit_mb,
+            "sys_path": [str(p) for p in self.config.python_path],
+        }
+
+    def _static_deps(self, target: Target, discovery: Discovery | None) -> dict[str, str]:
+        files = {target.file} if target.file else set()
+        if discovery is not None and target.file:
+            todo = deque([target.file])
+            while todo:
+                f = todo.popleft()
+                for dep in discovery.imports.get(f, ()):
+                    if dep not in files:
+                        files.add(dep)
+                        todo.append(dep)
+        deps = {}
+        for f in files:
+            h = self.hasher.hash(f)
+            if h is not None:
+                deps[f] = h
+        return deps
+
+    def run(self, targets: list[Target], *, overlays: dict[str, str] | None = None,
+            discovery: Discovery | None = None,
+            on_result: Callable[[TargetResult], None] | None = None,
+            cancel: threading.Event | None = None, use_cache: bool = True) -> list[TargetResult]:
+        """Results for ``targets``: from the cache when every recorded file is unchanged, else
+        traced in workers (in parallel). ``cancel`` set -> running jobs are killed and the
+        unfinished targets are left out of the result."""
+        abs_overlays = self._set_overlays(overlays)
+        results: list[TargetResult] = []
+        misses: list[Target] = []
+        for t in targets:
+            if t.needs_args:
+                r = skipped_result(t)
+            else:
+                hit = self.cache.lookup(t.id, self.context, self.hasher.hash) if use_cache else None
+                if hit is None:
+                    misses.append(t)
+                    continue
+                r = TargetResult(t, hit.payload, cached=True)
+            results.append(r)
+            if on_result:
+                on_result(r)
+        if not misses:
+            return results
+        done: "queue.Queue[tuple[Target, Any, float]]" = queue.Queue()
+        handles = []
+        for t in misses:
+            start = time.perf_counter()
+            h = self.pool.submit(self._job(t, abs_overlays))
+            h.add_done_callback(lambda handle, t=t, start=start: done.put((t, handle, start)))
+            handles.append(h)
+        remaining = len(handles)
+        while remaining:
+            try:
+                t, handle, start = done.get(timeout=0.1)
+            except queue.Empty:
+                if cancel is not None and cancel.is_set():
+                    for h in handles:
+                        h.cancel()
+                continue
+            remaining -= 1
+            raw = handle.result()
+            if raw.get("fault") == "cancelled":
+                continue
+            r = self._result_from_raw(t, raw, handle, start, discovery)
+            results.append(r)
+            if on_result:
+                on_result(r)
+        return results
+
+    def _result_from_raw(self, t: Target, raw: dict[str, Any], handle: Any, start: float,
+                         discovery: Discovery | None) -> TargetResult:
+        duration = getattr(handle, "duration_ms", None) or (time.perf_counter() - start) * 1000
+        fallback = {"file": str(self.root / t.file) if t.file else str(self.root), "line": max(t.line, 1)}
+        if "fault" in raw:
+            body = fault_result(raw, fallback, str(self.root))
+            deps = self._static_deps(t, discovery)
+            cacheable = is_cacheable_fault(raw)
+        else:
+            body = raw
+            deps = dict(raw.get("files") or {})
+            if t.file and t.file not in deps:
+                h = self.hasher.hash(t.file)
+                if h:
+                    deps[t.file] = h
+            cacheable = True
+        for w in body.get("warnings", []) or []:
+            self.on_warning(w)
+        if cacheable and deps:
+            self.cache.store(t.id, self.context, deps, body)
+        return TargetResult(t, body, cached=False, duration_ms=duration)
+
+    def check(self, paths: Iterable[Path] | None = None, *, graphs: bool = False,
+              shard: tuple[int, int] | None = None, target_ids: Iterable[str] | None = None,
+              overlays: dict[str, str] | None = None,
+              on_progress: Callable[[ProgressEvent], None] | None = None,
+              cancel: threading.Event | None = None, use_cache: bool = True) -> dict[str, Any]:
+        """Check the workspace (or ``paths``) and return the version-1 report dict."""
+        started = time.perf_counter()
+        discovery = self.discover(overlays)
+        targets = self.select(discovery, paths, target_ids, shard)
+        total = len(targets)
+        counter = [0]
+
+        def progress(r: TargetResult) -> None:
+            counter[0] += 1
+            if on_progress:
+                on_progress(ProgressEvent(counter[0], total, r.target.id, r.cached))
+
+        results = self.run(targets, overlays=overlays, discovery=discovery, on_result=progress,
+                           cancel=cancel, use_cache=use_cache)
+        file_errors = discovery.file_errors
+        if paths is not None:
+            rels = [self._rel(Path(p)) for p in paths]
+            file_errors = [e for e in file_errors if any(_under(e.file, r) for r in rels)]
+        torch_version = next((r.body["torch"] for r in results if r.body.get("torch")), self.torch_version)
+        return build_report(str(self.root), torch_version, results, file_errors=file_errors,
+                            graphs=graphs, duration_ms=(time.perf_counter() - started) * 1000)
+
+
+def _under(file: str, rel: str) -> bool:
+    return rel == "" or file == rel or file.startswith(rel.rstrip("/") + "/")

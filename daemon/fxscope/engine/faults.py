@@ -1,0 +1,72 @@
+"""Turn a worker fault (timeout, crash, exit, cancelled) into a target result with a finding.
+
+>>> r = fault_result({"fault": "crash", "signal": 11, "signal_name": "SIGSEGV", "stack": []},
+...                  {"file": "/ws/m.py", "line": 3}, "/ws")
+>>> r["status"], r["findings"][0]["code"]
+('error', 'FXS404')
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from fxscope.trace.codes import CODES
+
+__all__ = ["fault_result", "is_cacheable_fault"]
+
+
+def _innermost_user_frame(frames: list[dict[str, Any]], root: str) -> dict[str, Any] | None:
+    prefix = os.path.abspath(root).rstrip(os.sep) + os.sep
+    for frame in reversed(frames or []):
+        f = os.path.abspath(str(frame.get("file", "")))
+        if f.startswith(prefix) and f"{os.sep}site-packages{os.sep}" not in f and frame.get("line"):
+            return {"file": f, "line": int(frame["line"])}
+    return None
+
+
+def _finding(code: str, message: str, loc: dict[str, Any]) -> dict[str, Any]:
+    return {"code": code, "severity": CODES[code].severity, "message": message, **loc}
+
+
+def fault_result(fault: dict[str, Any], fallback: dict[str, Any], root: str) -> dict[str, Any]:
+    """A target result body (status ``error``) for a worker fault dict."""
+    kind = fault.get("fault")
+    output = fault.get("output") or ""
+    if kind == "timeout":
+        frames = fault.get("stack") or []
+        loc = _innermost_user_frame(frames, root) or fallback
+        where = f" (stuck at line {loc['line']})" if loc is not fallback else ""
+        finding = _finding("FXS403", f"tracing did not finish within {fault.get('timeout')} s{where}", loc)
+    elif kind == "exit":
+        loc = _innermost_user_frame(fault.get("traceback") or [], root) or fallback
+        finding = _finding("FXS404", f"model code called sys.exit({fault.get('exit_code')!r}); the tracing "
+                           "process ended", loc)
+    elif kind == "crash":
+        loc = _innermost_user_frame(fault.get("stack") or [], root) or fallback
+        if fault.get("signal_name"):
+            why = f"killed by {fault['signal_name']}"
+        elif fault.get("exit_code") is not None:
+            why = f"exited with status {fault['exit_code']} (os._exit or a native abort)"
+        else:
+            why = fault.get("message") or "died"
+        finding = _finding("FXS404", f"the tracing process {why}", loc)
+    elif kind == "exception":
+        loc = _innermost_user_frame(fault.get("traceback") or [], root) or fallback
+        msg = fault.get("message", "")
+        if fault.get("type") in ("MemoryError",):
+            text = "the tracing process ran out of memory (memory-limit-mb)"
+        else:
+            text = f"the tracing process failed: {fault.get('type')}: {msg}"
+        finding = _finding("FXS404", text, loc)
+    else:
+        finding = _finding("FXS404", f"the tracing process failed ({kind})", fallback)
+    body: dict[str, Any] = {"status": "error", "modules": [], "nodes": 0, "findings": [finding], "files": {}}
+    if output:
+        body["output"] = output
+    return body
+
+
+def is_cacheable_fault(fault: dict[str, Any]) -> bool:
+    """Deterministic faults are cached; timeouts and cancellations depend on the machine."""
+    return fault.get("fault") in ("crash", "exit", "exception")
