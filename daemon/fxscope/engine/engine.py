@@ -276,6 +276,7 @@ class Engine:
 
         results = self.run(targets, overlays=overlays, discovery=discovery, on_result=progress,
                            cancel=cancel, use_cache=use_cache)
+        results = _drop_covered_skips(results)
         file_errors = discovery.file_errors
         if paths is not None:
             rels = [self._rel(Path(p)) for p in paths]
@@ -283,6 +284,19 @@ class Engine:
         torch_version = next((r.body["torch"] for r in results if r.body.get("torch")), self.torch_version)
         return build_report(str(self.root), torch_version, results, file_errors=file_errors,
                             graphs=graphs, duration_ms=(time.perf_counter() - started) * 1000)
+
+
+def _drop_covered_skips(results: list[TargetResult]) -> list[TargetResult]:
+    """A class that needs constructor arguments is not FXS405 when a factory target built it."""
+    built = {r.body["modules"][0]["type"] for r in results
+             if r.target.kind == "factory" and r.body.get("modules")}
+    out = []
+    for r in results:
+        t = r.target
+        if r.body.get("status") == "skipped" and t.module and f"{t.module}.{t.qualname}" in built:
+            r = TargetResult(t, {**r.body, "findings": []}, r.cached, r.duration_ms)
+        out.append(r)
+    return out
 
 
 def _under(file: str, rel: str) -> bool:

@@ -150,34 +150,41 @@ def location_at(code: types.CodeType, lasti: int, lineno: int | None = None) -> 
     return SourceLocation(filename, lineno or code.co_firstlineno, function=code.co_name)
 
 
-_GET_ITER = None
+_VALUE_OPS: frozenset[int] | None = None
 
 
-def _iterable_lasti(code: types.CodeType, lasti: int) -> int:
-    """For a ``GET_ITER`` (a ``for`` over a value), the instruction that produced the iterable:
-    its range is the iterable expression rather than the whole loop statement."""
-    global _GET_ITER
-    if _GET_ITER is None:
+def _value_ops() -> frozenset[int]:
+    global _VALUE_OPS
+    if _VALUE_OPS is None:
         import dis
 
-        _GET_ITER = dis.opmap["GET_ITER"]
+        _VALUE_OPS = frozenset(
+            op for name, op in dis.opmap.items()
+            if name == "GET_ITER" or ("JUMP" in name and "IF" in name)
+        )
+    return _VALUE_OPS
+
+
+def _value_lasti(code: types.CodeType, lasti: int) -> int:
+    """For ``GET_ITER`` (a ``for``) and conditional jumps (``if``, ``while``, ``and``, ``or``,
+    ``assert``), the instruction that produced the value: its range is the iterated or tested
+    expression rather than the whole statement or the first operand of a bool op."""
     raw = code.co_code
-    if lasti + 1 < len(raw) and raw[lasti] == _GET_ITER and lasti >= 2:
-        import dis
+    if lasti < 2 or lasti + 1 >= len(raw) or raw[lasti] not in _value_ops():
+        return lasti
+    import dis
 
-        prev = None
-        for ins in dis.get_instructions(code):
-            if ins.offset >= lasti:
-                break
-            prev = ins
-        if prev is not None:
-            return prev.offset
-    return lasti
+    prev = None
+    for ins in dis.get_instructions(code):
+        if ins.offset >= lasti:
+            break
+        prev = ins
+    return prev.offset if prev is not None else lasti
 
 
 def frame_location(frame: types.FrameType) -> SourceLocation:
     """The exact range of the instruction a frame is executing."""
-    return location_at(frame.f_code, _iterable_lasti(frame.f_code, frame.f_lasti), frame.f_lineno)
+    return location_at(frame.f_code, _value_lasti(frame.f_code, frame.f_lasti), frame.f_lineno)
 
 
 def traceback_location(tb: types.TracebackType) -> SourceLocation:

@@ -52,7 +52,15 @@ def _is_inplace(node: Node, model: nn.Module | None) -> bool:
 
 def is_dead_inplace(node: Node, root: nn.Module | None = None) -> bool:
     """An in-place op with no users that ``Graph.eliminate_dead_code()`` would remove."""
-    return not node.users and _is_inplace(node, root) and not node.is_impure()
+    if node.users or not _is_inplace(node, root):
+        return False
+    if node.op == "call_module":
+        # Node.is_impure() needs graph.owning_module, which a tracer's Graph does not have.
+        try:
+            return not getattr(root.get_submodule(str(node.target)), "_is_impure", False) if root else True
+        except AttributeError:
+            return True
+    return not node.is_impure()
 
 
 def _node_location(node: Node) -> SourceLocation | None:
