@@ -1,13 +1,15 @@
 """Baselines: accept today's findings, fail only on new ones.
 
 A fingerprint identifies a finding without its line number, so edits above it keep it stable: it
-hashes the code, the target, the workspace file, the stripped text of the offending line, the
-column range relative to that text, and an occurrence index among otherwise identical findings.
+hashes the code, the workspace file, the stripped text of the offending line, the column range
+relative to that text, and an occurrence index among otherwise identical findings. It leaves out
+the target: a problem in a block that several targets use is reported once, under whichever of
+them was checked (``--shard`` runs see different ones), and renaming a model keeps its baseline.
 
 >>> import tempfile
 >>> root = Path(tempfile.mkdtemp()); _ = (root / "m.py").write_text("if x:\\n")
 >>> f = {"code": "FXS101", "severity": "error", "message": "m", "file": "m.py", "line": 1, "target": "t"}
->>> fingerprint(f, root) == fingerprint({**f, "message": "other"}, root)
+>>> fingerprint(f, root) == fingerprint({**f, "message": "other", "target": "u"}, root)
 True
 """
 
@@ -54,7 +56,6 @@ def _key(finding: Mapping[str, Any], root: Path, source: SourceCache) -> tuple[s
             span = f"{loc.column - indent}+{(loc.end_line or loc.line) - loc.line}l"
     return (
         str(finding["code"]),
-        str(finding["target"]),
         _stable_file(loc.file, loc.outside),
         line_part,
         span,

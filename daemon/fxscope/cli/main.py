@@ -141,11 +141,13 @@ def cmd_check(args: argparse.Namespace) -> int:
     config = _load_config(root)
     if args.update_baseline and args.baseline is None:
         raise UsageError("--update-baseline needs --baseline FILE")
-    try:
-        report = _run_check(args, root, config)
-        report = filters.select_findings(report, args.select, args.ignore)
+    try:  # reject a bad selector before spending a check on it
+        filters.parse_selectors(args.select or [])
+        filters.parse_selectors(args.ignore or [])
     except ValueError as e:
         raise UsageError(str(e)) from None
+    report = _run_check(args, root, config)
+    report = filters.select_findings(report, args.select, args.ignore)
     report = filters.apply_suppressions(report, root)
     if args.baseline is not None:
         if args.update_baseline:
@@ -182,7 +184,8 @@ def cmd_daemon(args: argparse.Namespace) -> int:
     from fxscope.cli import daemon
 
     root = _find_root(args, [])
-    _load_config(root)
+    if args.action in ("start", "run"):  # stop and status must work with a broken config too
+        _load_config(root)
     return daemon.command(args.action, root, args)
 
 

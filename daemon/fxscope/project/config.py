@@ -44,7 +44,7 @@ DEFAULT_INCLUDE: tuple[str, ...] = ("**/*.py",)
 
 #: Directories never walked; a pattern without ``/`` matches a directory of that name anywhere.
 DEFAULT_EXCLUDE: tuple[str, ...] = (
-    ".venv", "venv", "env", ".env", "build", "dist", ".git", "__pycache__", ".fxscope_cache",
+    ".venv", "venv", ".env", "build", "dist", ".git", "__pycache__", ".fxscope_cache",
     "node_modules", ".tox", ".nox", ".mypy_cache", ".pytest_cache", ".ruff_cache", "*.egg-info",
     "site-packages",
 )
