@@ -7,12 +7,14 @@ from torch import nn
 class Scaler(nn.Module):
     def __init__(self):
         super().__init__()
-        self.proj = nn.Linear(4, 4)
+        self.proj = nn.Linear(4, 4)  # FXS301 proj
 
     def forward(self, x, flag=False, mode="mean"):
-        if flag:
+        # Traced on its own, `flag` and `mode` are placeholders (fx semantics): both lines are
+        # findings then. Traced as FailingParent's child, the call site's values are used.
+        if flag:  # FXS101 flag
             x = self.proj(x)
-        if mode == "mean":
+        if mode == "mean":  # FXS101 mode
             return x.mean(-1, keepdim=True) * x
         return x
 
@@ -28,3 +30,26 @@ class FailingParent(nn.Module):
         if y.sum() > 0:  # FXS101 parent
             y = -y
         return y
+
+
+class Forwarder(nn.Module):
+    """Passes `**kwargs` on: traced on its own, fx makes `kwargs` one placeholder."""
+
+    def __init__(self):
+        super().__init__()
+        self.scaler = Scaler()
+
+    def forward(self, x, **kwargs):
+        return self.scaler(x, **kwargs)  # FXS102 kwargs
+
+
+class FailingParentOfForwarder(nn.Module):
+    """Called without extra keywords, the forwarder is traced with an empty `**kwargs`."""
+
+    def __init__(self):
+        super().__init__()
+        self.forwarder = Forwarder()
+
+    def forward(self, x):
+        y = self.forwarder(x)
+        return y[: len(y)]  # FXS103 parent

@@ -1,5 +1,7 @@
 """Models that trace cleanly: no finding at all, every module traced or a leaf."""
 
+import math
+
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -86,15 +88,16 @@ class TiedLM(nn.Module):
         self.norm = nn.LayerNorm(16)
         self.head = nn.Linear(16, 50, bias=False)
         self.head.weight = self.embed.weight
+        self.positions = nn.Parameter(torch.zeros(64, 16))
         self.temperature = nn.Parameter(torch.ones(()))
-        self.register_buffer("positions", torch.arange(64))
+        self.register_buffer("channel_scale", torch.ones(16))
 
     def forward(self, ids):
-        x = self.embed(ids) + self.embed(self.positions[: ids.size(1)])
+        x = self.embed(ids) + self.positions[: ids.size(1)]
         x = x + self.attn(x)
         x = x + self.mha(x, x, x, need_weights=False)[0]
         x = torch.where(x > 0, x, x * 0.1)
-        return self.head(self.norm(x)) / self.temperature
+        return self.head(self.norm(x) * self.channel_scale) / self.temperature
 
 
 @torch.fx.wrap
@@ -113,6 +116,14 @@ class WrappedHelper(nn.Module):
 
     def forward(self, x):
         return clamp_if_large(self.fc(x), 3.0)
+
+
+class MathOnSizes(nn.Module):
+    """fx wraps the `math` module: `math.sqrt` of a traced size is recorded as a node."""
+
+    def forward(self, q, k):
+        scores = q @ k.transpose(-2, -1)
+        return scores / math.sqrt(q.size(-1))
 
 
 class ConcreteDefault(nn.Module):

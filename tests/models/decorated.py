@@ -52,8 +52,8 @@ class DecoratedChild(nn.Module):
         self.proj = nn.Linear(4, 4)
 
     @logged
-    def forward(self, x, *, residual=True):
-        return self.proj(x) + x if residual else self.proj(x)
+    def forward(self, x, residual=True):
+        return self.proj(x) + x if residual else self.proj(x)  # FXS101 residual
 
 
 class FailingWithDecoratedChildren(nn.Module):
@@ -68,3 +68,17 @@ class FailingWithDecoratedChildren(nn.Module):
     def forward(self, x):
         y = self.child(self.varargs(x, scale=0.5), residual=False)
         return y[: len(y)]  # FXS103 parent
+
+
+class DecoratedKeywordOnly(nn.Module):
+    """A decorated forward with keyword-only and `**kwargs` parameters (fx alone rewrites the
+    wrapper's code object to the inner signature and scrambles its arguments)."""
+
+    def __init__(self):
+        super().__init__()
+        self.proj = nn.Linear(4, 4)
+
+    @logged
+    def forward(self, x, *, scale=2.0, **kwargs):
+        y = self.proj(x) * scale
+        return y + kwargs.get("bias", 0.0)

@@ -1,7 +1,5 @@
 """A traced value used as a Python number or index (FXS104)."""
 
-import math
-
 import torch
 from torch import nn
 
@@ -34,8 +32,3 @@ class ListIndex(nn.Module):
     def forward(self, x):
         return x * self.scales[x.dim()]  # FXS104 index
 
-
-class MathSqrt(nn.Module):
-    def forward(self, q, k):
-        scores = q @ k.transpose(-2, -1)
-        return scores / math.sqrt(q.size(-1))  # FXS104 sqrt

@@ -143,6 +143,13 @@ def _module_table(gc: GraphCollection, classifier: FrameClassifier) -> list[dict
             row["file"], row["line"] = site
         rows.append(row)
     rows.reverse()
+    # Inside a leaf that was called, submodules run as part of the leaf: never "unvisited".
+    final: dict[str, str] = {}
+    for row in rows:  # parents before children
+        path = row["path"]
+        if path and row["status"] == "unvisited" and final.get(path.rpartition(".")[0]) == "leaf":
+            row["status"] = "leaf"
+        final[path] = row["status"]
     return rows
 
 

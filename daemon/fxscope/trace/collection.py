@@ -72,6 +72,20 @@ def _concrete_args_from_call(module: nn.Module, call: tuple[tuple, dict] | None)
     for name, value in kwargs.items():
         if name in names and _is_concrete(value):
             out[name] = value
+    # Parameters the call site left out had their default in that call: keep it concrete, or
+    # `mode="mean"` would become a placeholder and `if mode == "mean":` a false finding.
+    passed = {p.name for p in positional[: len(args)]} | set(kwargs)
+    for p in params:
+        if (p.name not in passed and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+                and p.default is not p.empty and _is_concrete(p.default)):
+            out[p.name] = p.default
+    # fx gives `*args`/`**kwargs` one placeholder each (so `f(**kwargs)` would iterate a traced
+    # value); when the call site passed nothing through them, they are concretely empty.
+    for p in params:
+        if p.kind == p.VAR_POSITIONAL and len(args) <= len(positional):
+            out["*" + p.name] = ()
+        elif p.kind == p.VAR_KEYWORD and set(kwargs) <= names:
+            out["**" + p.name] = {}
     return out
 
 
@@ -156,15 +170,20 @@ class GraphCollection:
         queue: deque[tuple[nn.Module, dict[str, Any] | None]] = deque([(model, concrete_args)])
         queued = {id(model)}
         seen_calls: dict[int, tuple[tuple, dict]] = {}
+        anchors: dict[int, Any] = {}
         while queue:
             mod, cargs = queue.popleft()
             prefix = self.paths.get(mod, "")
-            tracer = RobustTracer(prefix=prefix, leaf_types=self._leaf_types, classifier=self._classifier)
+            tracer = RobustTracer(prefix=prefix, leaf_types=self._leaf_types, classifier=self._classifier,
+                                  default_anchor=anchors.get(id(mod)))
             graph = tracer.trace(mod, concrete_args=cargs)
             self.tracers.append(tracer)
             self.findings.extend(tracer.findings)
             for key, call in tracer.call_args.items():
                 seen_calls.setdefault(key, call)
+            for key, anchor in tracer.call_anchors.items():
+                if anchors.get(key) is None:
+                    anchors[key] = anchor
             if not tracer.is_failed(mod):
                 self._graphs[mod] = (prefix, graph)
             for m in mod.modules():

@@ -1,7 +1,7 @@
 """Which frames are user code, and exact source locations from code positions.
 
 The tracer walks frames itself instead of using ``record_stack_traces`` (which formats a whole
-stack per node and doubles trace time). Classification is cached per code object.
+stack per node and doubles trace time). Classification is cached per file name.
 
 >>> import sys
 >>> classifier = FrameClassifier(is_user_file=lambda f: f == __file__)
@@ -11,6 +11,7 @@ True
 
 from __future__ import annotations
 
+import functools
 import linecache
 import os
 import sys
@@ -58,23 +59,53 @@ class SourceLocation:
 
 
 def _package_dir(name: str) -> str | None:
+    """The directory of package ``name`` (with a trailing separator), or the file of a
+    single-file module such as ``typing_extensions`` (whose directory is site-packages)."""
     module = sys.modules.get(name)
     path = getattr(module, "__file__", None)
-    return os.path.dirname(os.path.abspath(path)) + os.sep if path else None
+    if not path:
+        return None
+    path = os.path.abspath(path)
+    if os.path.splitext(os.path.basename(path))[0] != "__init__":
+        return os.path.splitext(path)[0]  # `.../typing_extensions` matches .py and .pyc
+    return os.path.dirname(path) + os.sep
 
 
-def internal_prefixes() -> tuple[str, ...]:
-    """Path prefixes of code that is never the offending frame: torch, numpy, the stdlib, fxscope."""
+def _internal_package_prefixes() -> tuple[str, ...]:
     prefixes = []
     for name in ("torch", "numpy", "fxscope", "typing_extensions", "sympy"):
         d = _package_dir(name)
         if d:
             prefixes.append(d)
-    for key in ("stdlib", "platstdlib"):
-        p = sysconfig.get_paths().get(key)
-        if p:
-            prefixes.append(os.path.abspath(p) + os.sep)
     return tuple(dict.fromkeys(prefixes))
+
+
+@functools.lru_cache(maxsize=None)
+def _stdlib_prefixes() -> tuple[str, ...]:
+    paths = sysconfig.get_paths()
+    return tuple(dict.fromkeys(
+        os.path.abspath(paths[key]) + os.sep for key in ("stdlib", "platstdlib") if paths.get(key)
+    ))
+
+
+@functools.lru_cache(maxsize=None)
+def _site_prefixes() -> tuple[str, ...]:
+    """Third-party install dirs; in most installs they lie *inside* the stdlib dir."""
+    import site
+
+    paths = sysconfig.get_paths()
+    dirs = [paths.get("purelib"), paths.get("platlib")]
+    try:
+        dirs += site.getsitepackages() + [site.getusersitepackages()]
+    except AttributeError:  # pragma: no cover - some embedded interpreters
+        pass
+    return tuple(dict.fromkeys(os.path.abspath(d) + os.sep for d in dirs if d))
+
+
+def internal_prefixes() -> tuple[str, ...]:
+    """Path prefixes of code that is never the offending frame: torch, numpy, the stdlib, fxscope.
+    (Site-packages dirs under the stdlib prefix are not internal: see :class:`FrameClassifier`.)"""
+    return tuple(dict.fromkeys(_internal_package_prefixes() + _stdlib_prefixes()))
 
 
 def default_is_user_file(filename: str) -> bool:
@@ -83,19 +114,34 @@ def default_is_user_file(filename: str) -> bool:
 
 
 class FrameClassifier:
-    """Classifies code objects as INTERNAL, LIBRARY or USER, memoised per code object."""
+    """Classifies code objects as INTERNAL, LIBRARY or USER by file, memoised per file name."""
+
+    _shared: "FrameClassifier | None" = None
+
+    @classmethod
+    def shared(cls, is_user_file: Callable[[str], bool] | None = None) -> "FrameClassifier":
+        """A new classifier for ``is_user_file``; for the default rule, one per process (its
+        cache survives tracer after tracer)."""
+        if is_user_file is not None:
+            return cls(is_user_file)
+        if FrameClassifier._shared is None:
+            FrameClassifier._shared = cls()
+        return FrameClassifier._shared
 
     def __init__(self, is_user_file: Callable[[str], bool] | None = None) -> None:
         self.is_user_file = is_user_file or default_is_user_file
-        self._prefixes = internal_prefixes()
-        self._kinds: dict[types.CodeType, int] = {}
+        self._stdlib = _stdlib_prefixes()
+        self._site = _site_prefixes()
+        #: file name -> kind. Keyed by name, not by code object: a code object's hash is
+        #: recomputed from its contents on every lookup, a string's is cached.
+        self._kinds: dict[str, int] = {}
 
     def kind(self, code: types.CodeType) -> int:
-        """The kind of ``code`` (memoised)."""
-        k = self._kinds.get(code)
+        """The kind of ``code`` (memoised per file)."""
+        filename = code.co_filename
+        k = self._kinds.get(filename)
         if k is None:
-            k = self._classify(code.co_filename)
-            self._kinds[code] = k
+            k = self._kinds[filename] = self._classify(filename)
         return k
 
     def _classify(self, filename: str) -> int:
@@ -103,7 +149,10 @@ class FrameClassifier:
             # Interactive and doctest code is the user's; generated code (fx's eval) is not.
             return USER if filename.startswith(("<doctest", "<stdin>", "<string>")) else INTERNAL
         path = os.path.abspath(filename)
-        if path.startswith(self._prefixes):
+        # Recomputed per new file (rare): numpy may be imported after this classifier was made.
+        if path.startswith(_internal_package_prefixes()):
+            return INTERNAL
+        if path.startswith(self._stdlib) and not path.startswith(self._site):
             return INTERNAL
         return USER if self.is_user_file(path) else LIBRARY
 

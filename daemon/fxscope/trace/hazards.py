@@ -27,7 +27,7 @@ from torch.fx import Node
 
 from fxscope.trace.collection import GraphCollection
 from fxscope.trace.findings import Finding
-from fxscope.trace.frames import SourceLocation, location_at
+from fxscope.trace.frames import USER, SourceLocation, location_at
 from fxscope.trace.tracer import CONTAINER_TYPES, _quoted, type_name
 
 __all__ = ["find_hazards", "is_dead_inplace"]
@@ -88,7 +88,33 @@ def _assignment_site(gc: GraphCollection, owner: nn.Module, name: str) -> Source
     return None
 
 
-def _dead_inplace(gc: GraphCollection) -> Iterator[Finding]:
+class _Anchors:
+    """Anchors for hazards located outside user code (site-packages): where user code called
+    into the module concerned, or into its nearest called ancestor."""
+
+    def __init__(self, gc: GraphCollection) -> None:
+        self.gc = gc
+        self.by_module: dict[int, SourceLocation] = {}
+        for t in gc.tracers:
+            for key, anchor in t.call_anchors.items():
+                if anchor is not None:
+                    self.by_module.setdefault(key, anchor)
+
+    def __call__(self, path: str, loc: SourceLocation) -> SourceLocation | None:
+        if not self.by_module or self.gc._classifier._classify(loc.file) == USER:
+            return None
+        assert self.gc.model is not None
+        while True:
+            try:
+                anchor = self.by_module.get(id(self.gc.model.get_submodule(path)))
+            except AttributeError:
+                anchor = None
+            if anchor is not None or not path:
+                return anchor
+            path = path.rpartition(".")[0]
+
+
+def _dead_inplace(gc: GraphCollection, anchors: _Anchors) -> Iterator[Finding]:
     for _, module, graph in gc.graphs():
         for node in graph.nodes:
             if not is_dead_inplace(node, module):
@@ -96,12 +122,15 @@ def _dead_inplace(gc: GraphCollection) -> Iterator[Finding]:
             loc = _node_location(node)
             if loc is None:
                 continue
+            scope = node.meta.get("fxscope_caller_scope") or (
+                node.meta.get("fxscope_scope", ""), node.meta.get("fxscope_scope_type", ""))
             yield Finding(
                 "FXS201",
                 f"in-place {_quoted(loc, 'op')} has no users: `Graph.eliminate_dead_code()` removes "
                 "it and the model's result changes",
                 loc,
-                scopes=[(node.meta.get("fxscope_scope", ""), node.meta.get("fxscope_scope_type", ""))],
+                anchor=anchors(scope[0], loc),
+                scopes=[scope],
             )
 
 
@@ -128,7 +157,7 @@ def _visited(gc: GraphCollection, m: nn.Module) -> bool:
     return not gc.is_unvisited(m)
 
 
-def _unused(gc: GraphCollection) -> Iterator[Finding]:
+def _unused(gc: GraphCollection, anchors: _Anchors) -> Iterator[Finding]:
     assert gc.model is not None
     skipped = _skipped_subtrees(gc)
     unvisited_roots: set[str] = set()
@@ -148,6 +177,7 @@ def _unused(gc: GraphCollection) -> Iterator[Finding]:
                     "FXS301",
                     f"submodule `{name}` ({type(m).__name__}) is never called in forward",
                     loc,
+                    anchor=anchors(owner_path, loc),
                     scopes=[(path, type_name(m))],
                 )
             continue
@@ -163,10 +193,12 @@ def _unused(gc: GraphCollection) -> Iterator[Finding]:
                     f"parameter `{name}` is never used in forward (DDP raises for parameters that get "
                     "no gradient)",
                     loc,
+                    anchor=anchors(path, loc),
                     scopes=[(path, type_name(m))],
                 )
 
 
 def find_hazards(gc: GraphCollection) -> list[Finding]:
     """Every hazard finding over a traced collection (no findings under aborted forwards)."""
-    return [*_dead_inplace(gc), *_unused(gc)]
+    anchors = _Anchors(gc)
+    return [*_dead_inplace(gc, anchors), *_unused(gc, anchors)]

@@ -45,6 +45,7 @@ from torch.fx.proxy import TraceError
 from fxscope.trace.findings import Finding, FindingSet
 from fxscope.trace.frames import (
     INTERNAL,
+    LIBRARY,
     USER,
     FrameClassifier,
     SourceLocation,
@@ -67,10 +68,19 @@ _JUMP_CONSTRUCTS = {
 }
 
 
+#: class -> qualified name (memoised: every node gets its scope's type name).
+_TYPE_NAMES: dict[type, str] = {}
+#: file name -> whether it is numpy's (a traced value handed to numpy: FXS106).
+_NUMPY_FILES: dict[str, bool] = {}
+
+
 def type_name(obj: Any) -> str:
     """Qualified class name of ``obj`` (or of the class itself)."""
     cls = obj if isinstance(obj, type) else type(obj)
-    return f"{cls.__module__}.{cls.__qualname__}"
+    name = _TYPE_NAMES.get(cls)
+    if name is None:
+        name = _TYPE_NAMES[cls] = f"{cls.__module__}.{cls.__qualname__}"
+    return name
 
 
 class _hybridmethod:
@@ -87,11 +97,14 @@ class _hybridmethod:
 class _ModuleCall:
     """One module forward being explored."""
 
-    __slots__ = ("module", "path", "marker", "completed_len", "failed", "aborted", "message")
+    __slots__ = ("module", "path", "marker", "completed_len", "failed", "aborted", "message", "scope")
 
-    def __init__(self, module: nn.Module, path: str, marker: Node | None, completed_len: int) -> None:
+    def __init__(self, module: nn.Module, path: str, marker: Node | None, completed_len: int,
+                 full: str = "") -> None:
         self.module = module
         self.path = path
+        #: (full path, qualified type): the scope of findings and calls in this forward.
+        self.scope = (full, type_name(module))
         self.marker = marker
         self.completed_len = completed_len
         self.failed = False
@@ -120,6 +133,8 @@ class RobustTracer(Tracer):
             non-internal code (site-packages) get the innermost user frame as ``anchor``.
         prefix: module path of ``root`` inside the original model (for scopes), e.g. ``blocks.0``.
         leaf_types: extra leaf classes for this tracer only.
+        classifier: a shared :class:`FrameClassifier` (its cache is reused across tracers).
+        default_anchor: anchor for findings outside user code when no user frame is on the stack.
     """
 
     _leaves: set[type] = set()
@@ -132,14 +147,20 @@ class RobustTracer(Tracer):
         prefix: str = "",
         leaf_types: tuple[type, ...] = (),
         classifier: FrameClassifier | None = None,
+        default_anchor: SourceLocation | None = None,
     ) -> None:
         super().__init__()
         self.prefix = prefix
-        self.classifier = classifier or FrameClassifier(is_user_file)
+        #: Anchor for findings outside user code when no user frame is on the stack (a library
+        #: module traced on its own: where user code called it in the parent's trace).
+        self.default_anchor = default_anchor
+        self.classifier = classifier or FrameClassifier.shared(is_user_file)
         self._own_leaf_types: set[type] = set(leaf_types)
         self._own_leaf_instances: "weakref.WeakSet[nn.Module]" = weakref.WeakSet()
         self._failed: dict[int, str] = {}
         self._visited: set[int] = set()
+        self._library_forwards: dict[Callable, bool] = {}
+        self._static_leaves: dict[int, bool] = {}
         self._reset_trace_state()
 
     # ------------------------------------------------------------------ leaves (modelopt API)
@@ -152,6 +173,7 @@ class RobustTracer(Tracer):
         else:
             target = self_or_cls._own_leaf_types if isinstance(m, type) else self_or_cls._own_leaf_instances
             target.add(m)
+            self_or_cls._static_leaves = {}
 
     @_hybridmethod
     def unregister_leaf(self_or_cls, m: nn.Module | type) -> None:
@@ -161,6 +183,7 @@ class RobustTracer(Tracer):
         else:
             target = self_or_cls._own_leaf_types if isinstance(m, type) else self_or_cls._own_leaf_instances
             target.discard(m)
+            self_or_cls._static_leaves = {}
 
     @_hybridmethod
     def is_registered_leaf(self_or_cls, m: nn.Module | type) -> bool:
@@ -179,7 +202,10 @@ class RobustTracer(Tracer):
 
     def is_leaf_module(self, m: nn.Module, module_qualified_name: str) -> bool:
         """Standard torch.nn leaves, registered leaves and failed modules."""
-        return self.is_static_leaf(m, module_qualified_name) or id(m) in self._failed
+        static = self._static_leaves.get(id(m))
+        if static is None:  # memoised per trace: fx asks again for every call
+            static = self._static_leaves[id(m)] = self.is_static_leaf(m, module_qualified_name)
+        return static or id(m) in self._failed
 
     def is_static_leaf(self, m: nn.Module, module_qualified_name: str = "") -> bool:
         """A leaf by type or registration (standard torch.nn modules, registered leaves)."""
@@ -207,26 +233,66 @@ class RobustTracer(Tracer):
 
     # ------------------------------------------------------------------ state
     def _reset_trace_state(self) -> None:
+        self._static_leaves = {}
         self.findings = FindingSet()
         #: Full paths of modules in the order their forward was first entered (FSDP exec order).
         self.forward_order: list[str] = []
-        #: Full parameter names in the order of first use.
-        self.param_order: list[str] = []
+        self._param_order: list[str] = []
+        #: Parameter uses in order, materialised on demand (:attr:`param_order`,
+        #: :attr:`used_params`): flat pairs ``leaf module, full path`` or ``parameter, full name``
+        #: (flat: no tuple per call, fewer allocations, fewer GC passes).
+        self._param_log: list[Any] = []
+        self._param_log_done = 0
         #: (full path, "traced" | "leaf") for every module call represented in the final graph.
         self.completed: list[tuple[str, str]] = []
         #: Full paths whose forward was cut short by an exception.
         self.aborted: set[str] = set()
-        #: id(module) -> (args, kwargs) of its first call.
+        #: id(module) -> (args, kwargs) of its first explored (non-leaf) call.
         self.call_args: dict[int, tuple[tuple, dict]] = {}
+        #: id(module) -> innermost user location calling it, for modules whose code is not the user's.
+        self.call_anchors: dict[int, SourceLocation | None] = {}
         self._calls: list[_ModuleCall] = []
         self._param_cache: dict[str, Proxy] | None = None
         self._site_visits: dict[tuple, int] = {}
         self._loc_codes: dict[tuple, str] = {}
+        self._sources: dict[tuple[int, int], tuple[tuple[str, int], tuple[types.CodeType, int]]] = {}
+        self._leaf_caller: types.FrameType | None = None
         self._entry_frame: types.FrameType | None = None
         self._seen_paths: set[str] = set()
         self._seen_params: set[str] = set()
-        #: id() of every parameter read in forward (get_attr) or owned by a called leaf.
-        self.used_params: set[int] = set()
+        self._used_params: set[int] = set()
+
+    @property
+    def param_order(self) -> list[str]:
+        """Full parameter names in the order of first use (read in forward, or owned by a
+        called leaf)."""
+        self._flush_param_log()
+        return self._param_order
+
+    @property
+    def used_params(self) -> set[int]:
+        """id() of every parameter read in forward (get_attr) or owned by a called leaf."""
+        self._flush_param_log()
+        return self._used_params
+
+    def _flush_param_log(self) -> None:
+        log = self._param_log
+        if self._param_log_done == len(log):
+            return
+        used, seen, order = self._used_params, self._seen_params, self._param_order
+        pending = log[self._param_log_done:]
+        for item, full in zip(pending[::2], pending[1::2]):
+            if isinstance(item, nn.Module):
+                params = item._parameters.items() if not item._modules else item.named_parameters()
+                names = [(f"{full}.{name}" if full else name, p) for name, p in params if p is not None]
+            else:
+                names = [(full, item)]
+            for name, p in names:
+                used.add(id(p))
+                if name not in seen:
+                    seen.add(name)
+                    order.append(name)
+        self._param_log_done = len(log)
 
     def full_path(self, path: str) -> str:
         """``path`` (relative to the traced root) inside the original model."""
@@ -244,14 +310,15 @@ class RobustTracer(Tracer):
         """
         self._reset_trace_state()
         self._entry_frame = sys._getframe()
-        root_call = _ModuleCall(root, "", None, 0) if isinstance(root, nn.Module) else None
+        root_call = _ModuleCall(root, "", None, 0, self.full_path("")) if isinstance(root, nn.Module) else None
         if root_call is not None:
             self._visited.add(id(root))
-            self._note_forward("")
+            self._note_forward(self.full_path(""))
             self._calls.append(root_call)
+        leaf_root = isinstance(root, nn.Module) and self.is_leaf_module(root, "")
         try:
             with _proxy_hooks():
-                if isinstance(root, nn.Module) and self.is_leaf_module(root, ""):
+                if leaf_root:
                     graph = self._trace_leaf_root(root, concrete_args)
                 else:
                     graph = super().trace(root, concrete_args)
@@ -268,9 +335,40 @@ class RobustTracer(Tracer):
             self.completed.clear()
             self.graph = Graph(tracer_cls=type(self))
             return self.graph
-        if root_call is not None:
+        if root_call is not None and not leaf_root:
             self.completed.insert(0, (self.full_path(""), "traced"))
         return graph
+
+    def create_args_for_root(self, root_fn: Callable[..., Any], is_module: bool,
+                             concrete_args: dict[str, Any] | tuple | None = None) -> tuple[Any, list[Any]]:
+        """Like fx, except for a decorated forward (``functools.wraps``) whose wrapper takes
+        ``*args, **kwargs`` while the inner forward has keyword-only or variadic parameters: fx
+        rewrites the *wrapper's* code object to the inner parameter count, which binds the
+        wrong values to the wrapper's variables. Here the placeholders come from the inner
+        signature and the wrapper is called with them by name (positional-only ones by
+        position), the way models are usually called; nothing is passed through the inner
+        ``*args``/``**kwargs`` (they have no values to spread)."""
+        inner = inspect.unwrap(root_fn)
+        code = getattr(root_fn, "__code__", None)
+        inner_code = getattr(inner, "__code__", None)
+        varstuff = inspect.CO_VARARGS | inspect.CO_VARKEYWORDS
+        if (inner is root_fn or code is None or inner_code is None or not code.co_flags & varstuff
+                or not (inner_code.co_kwonlyargcount or inner_code.co_flags & varstuff)
+                or isinstance(concrete_args, tuple)):
+            return super().create_args_for_root(root_fn, is_module, concrete_args)
+        fn, args = super().create_args_for_root(inner, is_module, concrete_args)
+        if type(self.graph._codegen).__name__ == "_PyTreeCodeGen":
+            return fn, args  # pytree concrete args: fx calls the inner forward itself
+        skip = 1 if is_module else 0
+        names = inner_code.co_varnames[skip : inner_code.co_argcount + inner_code.co_kwonlyargcount]
+        n_pos = max(inner_code.co_posonlyargcount - skip, 0)
+
+        def call_wrapper(*values: Any) -> Any:
+            named = values[skip : skip + len(names)]
+            return root_fn(*values[:skip], *named[:n_pos], **dict(zip(names[n_pos:], named[n_pos:])))
+
+        call_wrapper.__wrapped__ = inner  # type: ignore[attr-defined]
+        return call_wrapper, args
 
     def _trace_leaf_root(self, root: nn.Module, concrete_args: dict[str, Any] | None) -> Graph:
         """A leaf root: placeholders, one call_module node, the output."""
@@ -280,74 +378,182 @@ class RobustTracer(Tracer):
         fn, args = self.create_args_for_root(type(root).forward, True, concrete_args)
         out = self.create_proxy("call_module", "", tuple(args[1:]), {})
         self.create_node("output", "output", (self.create_arg(out),), {})
+        self._note_leaf_params(root, self.full_path(""))
         self.completed.append((self.full_path(""), "leaf"))
         return self.graph
 
     def call_module(self, m: nn.Module, forward: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
         """Explore ``m``'s forward; on an error finding in it, replace it by a leaf node."""
+        # Hot path (every module call): bookkeeping inlined.
         path = self.path_of_module(m)
-        full = self.full_path(path)
-        self._visited.add(id(m))
-        self._note_forward(full)
-        self.call_args.setdefault(id(m), (args, kwargs))
+        prefix = self.prefix
+        full = (f"{prefix}.{path}" if path else prefix) if prefix else path
+        key = id(m)
+        self._visited.add(key)
+        if full not in self._seen_paths:
+            self._seen_paths.add(full)
+            self.forward_order.append(full)
         if self.is_leaf_module(m, path):
-            ret = super().call_module(m, forward, args, kwargs)
-            self._note_leaf_params(m, full)
-            self.completed.append((full, "failed" if id(m) in self._failed else "leaf"))
+            depth = len(self.module_stack)
+            # The node's source is the caller's line: create_node need not walk fx's frames.
+            self._leaf_caller = sys._getframe(1)
+            try:
+                ret = super().call_module(m, forward, args, kwargs)
+            except Exception as e:
+                self._leaf_caller = None
+                if not self._calls:
+                    raise
+                self._restore_module_stack(depth)
+                self._note_leaf_params(m, full)
+                self.completed.append((full, "failed" if key in self._failed else "leaf"))
+                return self._unrecordable_call(e, m, full, sys._getframe(1))
+            self._leaf_caller = None
+            log = self._param_log
+            log.append(m)
+            log.append(full)
+            self.completed.append((full, "failed" if key in self._failed else "leaf"))
             return ret
-        call = _ModuleCall(m, path, self.graph._root.prev, len(self.completed))
-        saved_stack = self.module_stack.copy()
+        if key not in self.call_args:  # leaves are never traced on their own: explored calls only
+            self.call_args[key] = (args, kwargs)
+        if key not in self.call_anchors:
+            self.call_anchors[key] = self._user_anchor(m)
+        call = _ModuleCall(m, path, self.graph._root.prev, len(self.completed), full)
+        depth = len(self.module_stack)
         self._calls.append(call)
         try:
             ret = super().call_module(m, forward, args, kwargs)
         except Exception as e:
-            self.module_stack.clear()
-            self.module_stack.update(saved_stack)
+            self._restore_module_stack(depth)
             self._record_exception(e, call)
         finally:
             self._calls.pop()
         if not call.failed:
             self.completed.append((full, "traced"))
             return ret
-        self._erase_after(call.marker)
+        explored_end = self.graph._root.prev
         del self.completed[call.completed_len:]
         self.record_call_module(m, call.message or "failed")
-        ret = super().call_module(m, forward, args, kwargs)  # now a leaf
+        num_calls = getattr(self, "num_calls", None)
+        if isinstance(num_calls, dict) and num_calls.get(path):
+            num_calls[path] -= 1  # the leaf node stands for this call, not for a second one
+        leaf_ret, err = self._leaf_call(m, forward, args, kwargs)  # now a leaf
         self.completed.append((full, "failed"))
-        return ret
+        if err is None:
+            self._erase_after(call.marker, explored_end)
+            return leaf_ret
+        # fx cannot record this call as a node (an argument has no graph form): the caller fails
+        # here, and its exploration goes on with the explored value (or an opaque one).
+        return self._unrecordable_call(err, m, full, sys._getframe(1), None if call.aborted else ret, failed=True)
+
+    def _leaf_call(self, m: nn.Module, forward: Callable[..., Any], args: tuple, kwargs: dict
+                   ) -> tuple[Any, Exception | None]:
+        """One ``call_module`` node for ``m``; the error instead when fx cannot record it."""
+        depth = len(self.module_stack)
+        try:
+            return super().call_module(m, forward, args, kwargs), None
+        except Exception as e:
+            if not self._calls:
+                raise
+            self._restore_module_stack(depth)
+            return None, e
+
+    def _restore_module_stack(self, depth: int) -> None:
+        """Drop the entries an exception left on fx's module stack (fx pops them only on
+        success); entries are only ever pushed above ``depth`` during a call."""
+        stack = self.module_stack
+        while len(stack) > depth:
+            stack.popitem()
+
+    def _unrecordable_call(self, e: Exception, m: nn.Module, full: str, start: types.FrameType,
+                           explored: Any = None, failed: bool = False) -> Any:
+        """Report, on the calling forward, a module call fx cannot record; return a value to go on.
+        (The message names the class, not the instance: one finding covers every instance.)"""
+        cls = type(m).__name__
+        what = (f"the called `{cls}` could not be traced, and it cannot be kept as one `call_module` "
+                "node either" if failed else f"the call of leaf module `{cls}` cannot be recorded as a "
+                "`call_module` node")
+        self._report("FXS107", f"{what}: fx cannot record one of its arguments ({type(e).__name__}: {e})",
+                     start=start)
+        if explored is not None:
+            return explored
+        return self.create_proxy("call_function", _unrecorded_call, (full,), {})
+
+    def _user_anchor(self, m: nn.Module) -> SourceLocation | None:
+        """For a module whose forward is not user code, where user code called into it (the
+        innermost user frame), inherited from the tracer when there is none."""
+        forward = type(m).forward
+        library = self._library_forwards.get(forward)
+        if library is None:
+            code = getattr(inspect.unwrap(forward), "__code__", None)
+            library = code is not None and self.classifier.kind(code) == LIBRARY
+            self._library_forwards[forward] = library
+        if not library:  # user code, or torch's own modules (never traced on their own)
+            return None
+        frame = sys._getframe(2)
+        kind_of = self.classifier.kind
+        while frame is not None and frame is not self._entry_frame:
+            if kind_of(frame.f_code) == USER:
+                return frame_location(frame)
+            frame = frame.f_back
+        return self.default_anchor
 
     def getattr(self, attr: str, attr_val: Any, parameter_proxy_cache: dict[str, Any]) -> Any:
         """Like fx, and records parameter first-use order."""
         self._param_cache = parameter_proxy_cache
         ret = super().getattr(attr, attr_val, parameter_proxy_cache)
-        if isinstance(attr_val, nn.Parameter):
-            self.used_params.add(id(attr_val))
+        if isinstance(attr_val, torch.Tensor) and isinstance(attr_val, nn.Parameter):
             if isinstance(ret, Proxy) and ret.node.op == "get_attr":
-                self._note_param(self.full_path(str(ret.node.target)))
+                self._param_log += (attr_val, self.full_path(str(ret.node.target)))
+            else:
+                self._used_params.add(id(attr_val))
         return ret
 
     def create_node(self, kind: str, target: Any, args: tuple, kwargs: dict,
                     name: str | None = None, type_expr: Any | None = None) -> Node:
         """Like fx, and annotates the node with its module scope and source line."""
         node = super().create_node(kind, target, args, kwargs, name, type_expr)
+        # Hot path (every node): no helper calls, memoised type names and frame kinds.
         scope = self.scope
         meta = node.meta
-        meta["fxscope_scope"] = self.full_path(scope.module_path)
-        if scope.module_type is not None:
-            meta["fxscope_scope_type"] = type_name(scope.module_type)
-        elif isinstance(self.root, nn.Module):
-            meta["fxscope_scope_type"] = type_name(self.root)
-        frame = sys._getframe(1)
-        kind_of = self.classifier.kind
+        path, prefix = scope.module_path, self.prefix
+        meta["fxscope_scope"] = (f"{prefix}.{path}" if path else prefix) if prefix else path
+        module_type = scope.module_type
+        if module_type is None and isinstance(self.root, nn.Module):
+            module_type = type(self.root)
+        if module_type is not None:
+            meta["fxscope_scope_type"] = _TYPE_NAMES.get(module_type) or type_name(module_type)
+        if kind == "call_module" and self._calls:
+            # The scope of a leaf call is the leaf itself; findings about the calling line
+            # belong to the module whose forward contains it.
+            meta["fxscope_caller_scope"] = self._calls[-1].scope
+        frame = self._leaf_caller if kind == "call_module" else None
+        if frame is None:
+            frame = sys._getframe(1)
+        kinds = self.classifier._kinds
+        classify = self.classifier.kind
+        sources = self._sources
+        check_numpy = kind in ("call_method", "call_function")
         foreign = False
-        while frame is not None:
-            k = kind_of(frame.f_code)
+        stop = self._entry_frame  # frames outside trace() (its caller) are not the model's
+        while frame is not None and frame is not stop:
+            code = frame.f_code
+            filename = code.co_filename
+            k = kinds.get(filename)
+            if k is None:
+                k = classify(code)
             if k != INTERNAL:
-                meta["fxscope_source"] = (frame.f_code.co_filename, frame.f_lineno)
-                meta["fxscope_pos"] = (frame.f_code, frame.f_lasti)
+                # Nodes of one instruction (a loop over blocks) share their tuples: fewer live
+                # objects, fewer GC passes. The cache holds the code object, so ids stay unique.
+                lasti = frame.f_lasti
+                entry = sources.get((id(code), lasti))
+                if entry is None:
+                    entry = sources[(id(code), lasti)] = ((filename, frame.f_lineno), (code, lasti))
+                meta["fxscope_source"], meta["fxscope_pos"] = entry
                 break
-            if not foreign and "numpy" in frame.f_code.co_filename:
-                foreign = _is_numpy(frame.f_code.co_filename)
+            if check_numpy and not foreign:
+                foreign = _NUMPY_FILES.get(filename)
+                if foreign is None:
+                    foreign = _NUMPY_FILES[filename] = _is_numpy(filename)
             frame = frame.f_back
         if kind == "call_method" and target in _FOREIGN_METHODS:
             self._report(
@@ -429,7 +635,7 @@ class RobustTracer(Tracer):
         anchor = None
         if self.classifier.kind(frames[0].f_code) != USER:
             user = next((f for f in frames if self.classifier.kind(f.f_code) == USER), None)
-            anchor = frame_location(user) if user is not None else None
+            anchor = frame_location(user) if user is not None else self.default_anchor
         related = [frame_location(f) for f in reversed(frames[1:9])]
         self._add_finding(code, message or (message_fn(loc) if message_fn else code), loc, anchor, related, hint)
         return loc
@@ -439,7 +645,7 @@ class RobustTracer(Tracer):
         call = call or (self._calls[-1] if self._calls else None)
         scopes = []
         if call is not None:
-            scopes.append((self.full_path(call.path), type_name(call.module)))
+            scopes.append(call.scope)
             call.failed = True
             if call.message is None:
                 call.message = f"{code}: {message}"
@@ -478,6 +684,9 @@ class RobustTracer(Tracer):
             locs = [frame_location(f) for f in outer]
             loc, related = locs[0], list(reversed(locs[1:9]))
             anchor = None
+            if self.classifier.kind(outer[0].f_code) != USER:
+                user = next((f for f in outer if self.classifier.kind(f.f_code) == USER), None)
+                anchor = frame_location(user) if user is not None else self.default_anchor
         else:
             locs_inner = [traceback_location(t) for t in tb_entries]  # outermost first
             outer = [frame_location(f) for f in self.classifier.model_frames(sys._getframe(1), self._entry_frame)]
@@ -492,7 +701,7 @@ class RobustTracer(Tracer):
                 else:
                     user_frames = [f for f in self.classifier.model_frames(sys._getframe(1), self._entry_frame)
                                    if self.classifier.kind(f.f_code) == USER]
-                    anchor = frame_location(user_frames[0]) if user_frames else None
+                    anchor = frame_location(user_frames[0]) if user_frames else self.default_anchor
         code, message = _classify_exception(e, numpy_involved, loc)
         self._add_finding(code, message, loc, anchor, related, None, call)
 
@@ -502,21 +711,16 @@ class RobustTracer(Tracer):
             self._seen_paths.add(full)
             self.forward_order.append(full)
 
-    def _note_param(self, full_name: str) -> None:
-        if full_name not in self._seen_params:
-            self._seen_params.add(full_name)
-            self.param_order.append(full_name)
-
     def _note_leaf_params(self, m: nn.Module, full: str) -> None:
-        for name, p in m.named_parameters():
-            self.used_params.add(id(p))
-            self._note_param(f"{full}.{name}" if full else name)
+        self._param_log.append(m)
+        self._param_log.append(full)
 
-    def _erase_after(self, marker: Node | None) -> None:
-        """Erase every node created after ``marker`` (the exploration of a failed module)."""
+    def _erase_after(self, marker: Node | None, end: Node | None = None) -> None:
+        """Erase every node created after ``marker`` up to ``end`` (default: the last node):
+        the exploration of a failed module."""
         graph = self.graph
         erased: set[Node] = set()
-        node = graph._root.prev
+        node = graph._root.prev if end is None else end
         while node is not marker and node is not graph._root:
             prev = node.prev
             if not node.users:
@@ -529,6 +733,12 @@ class RobustTracer(Tracer):
 
 
 # ---------------------------------------------------------------------- helpers
+def _unrecorded_call(path: str) -> Any:
+    """Stands for a module call fx could not record; only in graphs of failed modules, which
+    are discarded."""
+    raise RuntimeError(f"the call of {path} could not be traced")
+
+
 def _is_numpy(filename: str) -> bool:
     np = sys.modules.get("numpy")
     base = getattr(np, "__file__", None)
