@@ -120,6 +120,12 @@ def _snippet(loc: SourceLocation, limit: int = 60) -> str | None:
     return text if text and len(text) <= limit else None
 
 
+def _subject(loc: SourceLocation) -> str:
+    """``traced value `expr``` when the expression is quotable, else ``a traced value``."""
+    text = _snippet(loc)
+    return f"traced value `{text}`" if text else "a traced value"
+
+
 def _quoted(loc: SourceLocation, fallback: str = "a traced value") -> str:
     text = _snippet(loc)
     return f"`{text}`" if text else fallback
@@ -573,8 +579,9 @@ class RobustTracer(Tracer):
 
     # ------------------------------------------------------------------ hooks (report and continue)
     def to_bool(self, obj: Proxy) -> bool:
-        """Record FXS101 and pick a branch: alternating per site, so both branches get explored
-        and ``while`` loops end."""
+        """Record FXS101 and pick a branch: the first visit of a site in a module instance takes
+        the true branch, later visits alternate (so ``while`` loops end). Keyed per instance, every
+        instance of a class explores the same path and reports the same findings."""
         frame = self._offending_frame(sys._getframe(1))
         construct = "an `if`/`while` condition"
         if frame is not None:
@@ -583,10 +590,11 @@ class RobustTracer(Tracer):
             "FXS101",
             None,
             start=sys._getframe(1),
-            message_fn=lambda loc: f"traced value {_quoted(loc)} decides {construct}; its value is "
+            message_fn=lambda loc: f"{_subject(loc)} decides {construct}; its value is "
             "unknown while tracing",
         )
-        key = (loc.file, loc.line, loc.column) if loc else None
+        owner = id(self._calls[-1].module) if self._calls else 0
+        key = (owner, loc.file, loc.line, loc.column) if loc else (owner,)
         visits = self._site_visits.get(key, 0)
         self._site_visits[key] = visits + 1
         return visits % 2 == 0
@@ -597,8 +605,8 @@ class RobustTracer(Tracer):
             "FXS102",
             None,
             start=sys._getframe(1),
-            message_fn=lambda loc: f"{_quoted(loc, 'a traced value')} is a traced value and is "
-            "iterated; its length is unknown while tracing",
+            message_fn=lambda loc: f"a traced value is iterated in {_quoted(loc, 'this expression')}; "
+            "its length is unknown while tracing",
         )
         return iter([obj[0]])
 
@@ -777,9 +785,9 @@ def _classify_exception(e: BaseException, numpy_involved: bool, loc: SourceLocat
     if numpy_involved or "__array" in text:
         return "FXS106", f"a traced value reaches numpy, which needs real data ({name}: {text})"
     if isinstance(e, TraceError) and "iterated" in text:
-        return "FXS102", f"traced value {_quoted(loc)} is iterated; its length is unknown while tracing"
+        return "FXS102", f"a traced value is iterated in {_quoted(loc, 'this expression')}; its length is unknown while tracing"
     if isinstance(e, TraceError) and "control flow" in text:
-        return "FXS101", f"traced value {_quoted(loc)} decides Python control flow"
+        return "FXS101", f"{_subject(loc)} decides Python control flow"
     if "'len' is not supported" in text:
         return "FXS103", f"`len()` of traced value {_quoted(loc)}"
     if isinstance(e, TypeError) and "Proxy" in text:
