@@ -25,11 +25,21 @@ from typing import Any, Callable, Iterable
 from fxscope import __version__
 from fxscope.cache import FileHasher, ResultCache, hash_json
 from fxscope.engine.faults import fault_result, is_cacheable_fault
-from fxscope.engine.report import TargetResult, build_report, skipped_result
+from fxscope.engine.report import TargetResult, build_report, relativize, skipped_result
 from fxscope.project.config import Config, load_config
 from fxscope.project.discovery import Discovery, Target, discover
 
-__all__ = ["Engine", "ProgressEvent", "installed_torch_version"]
+__all__ = ["ABSENT", "Engine", "ProgressEvent", "installed_torch_version"]
+
+#: The recorded "hash" of a dependency that did not exist (a missing module): the cached result
+#: stays valid only while the file is still absent.
+ABSENT = "absent"
+
+#: Version of what the engine stores per target (2: root-relative paths); part of every cache key.
+PAYLOAD_FORMAT = 2
+
+#: Characters of a job's captured stdout/stderr kept with its result (the tail).
+OUTPUT_KEPT = 8192
 
 
 def installed_torch_version() -> str:
@@ -75,6 +85,7 @@ class Engine:
             "torch": self.torch_version,
             "fxscope": __version__,
             "python": list(sys.version_info[:2]),
+            "payload": PAYLOAD_FORMAT,
         })
         self._pool: Any = None
         self._lock = threading.Lock()
@@ -191,19 +202,28 @@ class Engine:
             cancel: threading.Event | None = None, use_cache: bool = True) -> list[TargetResult]:
         """Results for ``targets``: from the cache when every recorded file is unchanged, else
         traced in workers (in parallel). ``cancel`` set -> running jobs are killed and the
-        unfinished targets are left out of the result."""
+        unfinished targets are left out of the result.
+
+        A result's ``cached`` is true when it came from the cache (nothing was run); skipped
+        targets (FXS405) are cached like traced ones, keyed by their class's file and imports."""
         abs_overlays = self._set_overlays(overlays)
         results: list[TargetResult] = []
         misses: list[Target] = []
+        warned: set[str] = set()
         for t in targets:
-            if t.needs_args:
-                r = skipped_result(t)
-            else:
-                hit = self.cache.lookup(t.id, self.context, self.hasher.hash) if use_cache else None
-                if hit is None:
-                    misses.append(t)
-                    continue
+            hit = self.cache.lookup(t.id, self.context, self._current_hash) if use_cache else None
+            if hit is not None and bool(hit.payload.get("status") == "skipped") == t.needs_args:
                 r = TargetResult(t, hit.payload, cached=True)
+                self._warn(r.body, warned)  # e.g. a bad leaf-modules entry: said on every check
+            elif t.needs_args:
+                r = skipped_result(t)
+                r.body = _relative_paths(r.body, str(self.root))
+                deps = self._static_deps(t, discovery)
+                if deps:
+                    self.cache.store(t.id, self.context, deps, r.body)
+            else:
+                misses.append(t)
+                continue
             results.append(r)
             if on_result:
                 on_result(r)
@@ -217,11 +237,13 @@ class Engine:
             h.add_done_callback(lambda handle, t=t, start=start: done.put((t, handle, start)))
             handles.append(h)
         remaining = len(handles)
+        cancelled = False
         while remaining:
             try:
-                t, handle, start = done.get(timeout=0.1)
+                t, handle, start = done.get(timeout=0.05)
             except queue.Empty:
-                if cancel is not None and cancel.is_set():
+                if not cancelled and cancel is not None and cancel.is_set():
+                    cancelled = True
                     for h in handles:
                         h.cancel()
                 continue
@@ -229,14 +251,22 @@ class Engine:
             raw = handle.result()
             if raw.get("fault") == "cancelled":
                 continue
-            r = self._result_from_raw(t, raw, handle, start, discovery)
+            r = self._result_from_raw(t, raw, handle, start, discovery, warned)
             results.append(r)
             if on_result:
                 on_result(r)
         return results
 
+    def _current_hash(self, rel: str) -> str:
+        """The hash a cached dependency must still have: the file's, or ``ABSENT`` when it does not
+        exist (a module that failed to import because it was missing; ``dir/`` names a package
+        directory, which counts as present when it exists)."""
+        if rel.endswith("/"):
+            return "dir" if os.path.isdir(self.root / rel) else ABSENT
+        return self.hasher.hash(rel) or ABSENT
+
     def _result_from_raw(self, t: Target, raw: dict[str, Any], handle: Any, start: float,
-                         discovery: Discovery | None) -> TargetResult:
+                         discovery: Discovery | None, warned: set[str] | None = None) -> TargetResult:
         duration = getattr(handle, "duration_ms", None) or (time.perf_counter() - start) * 1000
         fallback = {"file": str(self.root / t.file) if t.file else str(self.root), "line": max(t.line, 1)}
         if "fault" in raw:
@@ -244,18 +274,29 @@ class Engine:
             deps = self._static_deps(t, discovery)
             cacheable = is_cacheable_fault(raw)
         else:
-            body = raw
+            body = dict(raw)
             deps = dict(raw.get("files") or {})
             if t.file and t.file not in deps:
                 h = self.hasher.hash(t.file)
                 if h:
                     deps[t.file] = h
             cacheable = True
-        for w in body.get("warnings", []) or []:
-            self.on_warning(w)
+        body = _relative_paths(body, str(self.root))
+        output = body.get("output")
+        if isinstance(output, str) and len(output) > OUTPUT_KEPT:
+            body["output"] = "... [output truncated] ...\n" + output[-OUTPUT_KEPT:]
+        self._warn(body, warned)
         if cacheable and deps:
             self.cache.store(t.id, self.context, deps, body)
         return TargetResult(t, body, cached=False, duration_ms=duration)
+
+    def _warn(self, body: dict[str, Any], warned: set[str] | None) -> None:
+        """Pass a result's warnings to ``on_warning``, each once per run."""
+        for w in body.get("warnings") or ():
+            if warned is None or w not in warned:
+                if warned is not None:
+                    warned.add(w)
+                self.on_warning(w)
 
     def check(self, paths: Iterable[Path] | None = None, *, graphs: bool = False,
               shard: tuple[int, int] | None = None, target_ids: Iterable[str] | None = None,
@@ -297,6 +338,24 @@ def _drop_covered_skips(results: list[TargetResult]) -> list[TargetResult]:
             r = TargetResult(t, {**r.body, "findings": []}, r.cached, r.duration_ms)
         out.append(r)
     return out
+
+
+def _relative_paths(value: Any, root: str) -> Any:
+    """``value`` with every ``"file"`` entry under ``root`` made root-relative (recursively), so a
+    cached result stays right when the workspace is moved or copied (CI caches, checkouts)."""
+    if isinstance(value, dict):
+        out = {}
+        for k, v in value.items():
+            if k == "file" and isinstance(v, str):
+                out[k] = relativize(v, root)
+            elif k == "files":  # already root-relative: {path: hash}
+                out[k] = v
+            else:
+                out[k] = _relative_paths(v, root)
+        return out
+    if isinstance(value, list):
+        return [_relative_paths(v, root) for v in value]
+    return value
 
 
 def _under(file: str, rel: str) -> bool:

@@ -45,12 +45,14 @@ def fault_result(fault: dict[str, Any], fallback: dict[str, Any], root: str) -> 
     elif kind == "crash":
         loc = _innermost_user_frame(fault.get("stack") or [], root) or fallback
         if fault.get("signal_name"):
-            why = f"killed by {fault['signal_name']}"
+            why = f"the tracing process was killed by {fault['signal_name']}"
+            if fault.get("signal") == 9:
+                why += " (out of memory, or killed from outside)"
         elif fault.get("exit_code") is not None:
-            why = f"exited with status {fault['exit_code']} (os._exit or a native abort)"
-        else:
-            why = fault.get("message") or "died"
-        finding = _finding("FXS404", f"the tracing process {why}", loc)
+            why = f"the tracing process exited with status {fault['exit_code']} (os._exit or a native abort)"
+        else:  # the worker itself died or could not start: nothing is known about the model
+            why = f"the trace could not run: {fault.get('message') or 'the worker died'}"
+        finding = _finding("FXS404", why, loc)
     elif kind == "exception":
         loc = _innermost_user_frame(fault.get("traceback") or [], root) or fallback
         msg = fault.get("message", "")
@@ -68,5 +70,17 @@ def fault_result(fault: dict[str, Any], fallback: dict[str, Any], root: str) -> 
 
 
 def is_cacheable_fault(fault: dict[str, Any]) -> bool:
-    """Deterministic faults are cached; timeouts and cancellations depend on the machine."""
-    return fault.get("fault") in ("crash", "exit", "exception")
+    """Deterministic faults are cached: crashes (but SIGKILL), exits, uncaught exceptions, and
+    timeouts of a child that was busy computing for most of the time (``while True: pass``). A
+    timeout of a child that mostly waited (for a lock, the network, a starved CPU) may not repeat,
+    and cancellations depend on the caller: those are traced again next time."""
+    kind = fault.get("fault")
+    if kind in ("exit", "exception"):
+        return True
+    if kind == "crash":  # a signal or exit status of the job's own process; not SIGKILL (the OOM
+        # killer, a user), nor the worker itself dying (neither signal nor status is known)
+        return fault.get("exit_code") is not None or fault.get("signal") not in (None, 9)
+    if kind == "timeout":
+        cpu, limit = fault.get("cpu_s"), fault.get("timeout")
+        return isinstance(cpu, (int, float)) and isinstance(limit, (int, float)) and cpu >= 0.5 * limit
+    return False

@@ -41,6 +41,7 @@ STACK_LIMIT = 64 * 1024 * 1024
 MAX_FRAMES = 100
 _THIS_FILE = os.path.normcase(os.path.abspath(__file__))
 _EXIT_NO_RESULT = 70
+_os_exit = os._exit  # the real one: user code's os._exit is wrapped to dump its stack first
 
 
 @dataclass(frozen=True)
@@ -121,7 +122,11 @@ def parse_faulthandler(text: str) -> dict[str, Any]:
     stack: list[Frame] = []
     threads: list[dict[str, Any]] = []
     for ident, current, frames in blocks:
-        frames = _user_frames(list(reversed(frames)))
+        frames = list(reversed(frames))
+        while frames and frames[-1]["name"] == _exit_with_stack.__name__ and (
+                os.path.normcase(os.path.abspath(frames[-1]["file"])) == _THIS_FILE):
+            frames.pop()  # the os._exit wrapper itself
+        frames = _user_frames(frames)
         if current:
             stack = frames
         else:
@@ -240,7 +245,24 @@ def _capture_output(files: JobFiles) -> Any:
     stack_file = open(files.stack, "w")  # noqa: SIM115 - must outlive this function
     faulthandler.enable(file=stack_file, all_threads=True)
     faulthandler.register(signal.SIGUSR1, file=stack_file, all_threads=True, chain=False)
+    global _stack_file
+    _stack_file = stack_file
+    os._exit = _exit_with_stack
     return stack_file
+
+
+_stack_file: Any = None
+
+
+def _exit_with_stack(status: int) -> NoReturn:
+    """``os._exit`` as seen by user code: record where it was called, then exit."""
+    try:
+        if _stack_file is not None:
+            faulthandler.dump_traceback(file=_stack_file, all_threads=False)
+            _stack_file.flush()
+    except BaseException:  # noqa: BLE001 - exiting matters more than the stack
+        pass
+    _os_exit(status)
 
 
 def _write_result(files: JobFiles, result: dict[str, Any]) -> None:
@@ -302,4 +324,4 @@ def run_child(
     except BaseException:  # noqa: BLE001 - reported by the zygote as a crash
         pass
     finally:
-        os._exit(code)
+        _os_exit(code)

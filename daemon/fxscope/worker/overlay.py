@@ -5,6 +5,11 @@ text (regular modules and packages' ``__init__.py``), and makes ``linecache`` (h
 ``inspect`` and torch.fx's source locations) return it for that path. Overlaid modules never read
 or write bytecode caches. Call it only in a disposable process: it changes global import state.
 
+``serve_from_source(is_user_file)`` makes the workspace's own modules load from their source
+too, never from ``__pycache__``: a timestamp-validated ``.pyc`` is stale after an edit that keeps
+the file's size within the same second. :func:`served_digest` then gives the sha256 of the bytes
+that were actually executed, so a cache entry never pairs a result with content it did not see.
+
 Example::
 
     install_overlays({"/ws/model.py": "import torch\\nclass M(torch.nn.Module): ..."})
@@ -13,20 +18,24 @@ Example::
 
 from __future__ import annotations
 
+import hashlib
 import importlib.abc
 import importlib.machinery
 import importlib.util
 import linecache
 import os
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from types import ModuleType
 from typing import Any
 
-__all__ = ["OverlayFinder", "OverlayLoader", "get_overlay", "install_overlays"]
+__all__ = ["OverlayFinder", "OverlayLoader", "get_overlay", "install_overlays", "serve_from_source",
+           "served_digest"]
 
 _overlays: dict[str, str] = {}
 _finder: OverlayFinder | None = None
+_from_source: Callable[[str], bool] | None = None
+_served: dict[str, str] = {}  # normalised path -> sha256 of the source bytes given to the compiler
 
 
 def _norm(path: str) -> str:
@@ -43,22 +52,26 @@ def get_overlay(path: str) -> str | None:
     return text
 
 
-class OverlayLoader(importlib.abc.SourceLoader):
-    """Loads one module from overlay text; bytecode is neither read nor written."""
+def served_digest(path: str) -> str | None:
+    """sha256 of the source this process compiled for ``path`` (overlay or disk), if it did."""
+    if not _served:
+        return None
+    return _served.get(_norm(path))
 
-    def __init__(self, fullname: str, path: str) -> None:
-        self.name = fullname
-        self.path = path
 
-    def get_filename(self, fullname: str | None = None) -> str:
-        return self.path
+class OverlayLoader(importlib.machinery.SourceFileLoader):
+    """Loads one module from overlay text, or its file; bytecode is neither read nor written."""
 
     def get_data(self, path: str) -> bytes:
         text = get_overlay(path)
         if text is not None:
-            return text.encode("utf-8")
-        with open(path, "rb") as fh:
-            return fh.read()
+            data = text.encode("utf-8")
+        else:
+            with open(path, "rb") as fh:
+                data = fh.read()
+        if path == self.path:
+            _served[_norm(path)] = hashlib.sha256(data).hexdigest()
+        return data
 
     def path_stats(self, path: str) -> Mapping[str, Any]:
         raise OSError("overlay sources have no stats")  # disables bytecode caching
@@ -89,12 +102,18 @@ class OverlayFinder(importlib.abc.MetaPathFinder):
         target: ModuleType | None = None,
     ) -> importlib.machinery.ModuleSpec | None:
         tail = fullname.rpartition(".")[2]
-        if tail not in self._names:
+        overlaid = tail in self._names
+        if not overlaid and _from_source is None:
             return None
         spec = importlib.machinery.PathFinder.find_spec(fullname, path)
         if spec is not None and spec.origin and spec.has_location:
-            if get_overlay(spec.origin) is not None:
+            if overlaid and get_overlay(spec.origin) is not None:
                 return _spec(fullname, spec.origin)
+            if (_from_source is not None and spec.origin.endswith(".py")
+                    and _from_source(os.path.abspath(spec.origin))):
+                return _spec(fullname, spec.origin)
+            return None
+        if not overlaid:
             return None
         # Not found on disk, or only a namespace package there: an overlay may create it.
         entries = path if path is not None else sys.path
@@ -131,6 +150,14 @@ def _updatecache(filename: str, module_globals: Any = None) -> list[str]:
         lines[-1] += "\n"
     linecache.cache[filename] = (len(text), None, lines, filename)
     return lines
+
+
+def serve_from_source(is_user_file: Callable[[str], bool]) -> None:
+    """Load every module whose absolute ``.py`` path satisfies ``is_user_file`` from its source
+    (or overlay), ignoring and never writing ``__pycache__``."""
+    global _from_source
+    _from_source = is_user_file
+    install_overlays({})
 
 
 def install_overlays(overlays: Mapping[str, str]) -> None:

@@ -8,7 +8,11 @@ A job is a JSON dict::
 The result is a JSON dict: the trace report body (``status``, ``modules``, ``findings`` with
 absolute paths, ``graphs``, ``nodes``, ``forward_order``) plus ``files`` (root-relative path ->
 sha256 of the content used), ``device`` and ``torch``. Import and build failures are findings
-(FXS402, FXS401) with status ``error``, never exceptions.
+(FXS402, FXS401) with status ``error``, never exceptions. When a module was missing, ``files``
+also maps the places that would have provided it to ``"absent"`` (``dir/`` for a package
+directory; absolute when outside the root), so the result is stale once one of them appears.
+
+Workspace modules are compiled from their source, never from ``__pycache__``.
 """
 
 from __future__ import annotations
@@ -22,9 +26,12 @@ from pathlib import Path
 from typing import Any, Callable
 
 from fxscope.project.config import Config
+from fxscope.worker.overlay import OverlayLoader, serve_from_source
 from fxscope.worker.touched import touched_files
 
-__all__ = ["run_trace_job", "user_file_predicate"]
+ABSENT = "absent"  # the dependency "hash" of a file that must stay missing (see the engine)
+
+__all__ = ["absent_candidates", "run_trace_job", "user_file_predicate", "warm_up"]
 
 
 def user_file_predicate(root: str, excluded: tuple[str, ...] = (
@@ -90,7 +97,7 @@ def _import_target(job: dict[str, Any]) -> Callable[[], Any]:
         else:
             path = os.path.join(job["root"], target["file"])
             name = "_fxscope_target_" + "".join(c if c.isalnum() else "_" for c in target["file"])
-            spec = importlib.util.spec_from_file_location(name, path)
+            spec = importlib.util.spec_from_file_location(name, path, loader=OverlayLoader(name, path))
             if spec is None or spec.loader is None:
                 raise ImportError(f"cannot import {target['file']}")
             obj = importlib.util.module_from_spec(spec)
@@ -100,6 +107,45 @@ def _import_target(job: dict[str, Any]) -> Callable[[], Any]:
     for part in attr.split("."):
         obj = getattr(obj, part)
     return obj
+
+
+def _missing_module(error: BaseException | None) -> str | None:
+    """The dotted name of the module whose absence caused ``error`` (or its causes), if any."""
+    seen = 0
+    while error is not None and seen < 8:
+        if isinstance(error, ModuleNotFoundError) and error.name:
+            return error.name
+        error = error.__cause__ or error.__context__
+        seen += 1
+    return None
+
+
+def absent_candidates(name: str, root: str) -> dict[str, str]:
+    """Where module ``name`` would be found if it existed: ``{path: "absent"}`` for ``x.py`` and
+    the package directory ``x/`` in each search location of its parent (``sys.path`` for a top-level
+    name). Paths under ``root`` are root-relative, others absolute."""
+    parent, _, tail = name.rpartition(".")
+    if parent:
+        module = sys.modules.get(parent)
+        locations = list(getattr(module, "__path__", None) or [])
+        if not locations:
+            return {}
+    else:
+        locations = list(sys.path)
+    prefix = os.path.abspath(root).rstrip(os.sep) + os.sep
+    out: dict[str, str] = {}
+    for entry in locations:
+        if not isinstance(entry, str):
+            continue
+        base = os.path.join(os.path.abspath(entry or "."), tail)
+        if not os.path.isdir(os.path.dirname(base)):
+            continue
+        for candidate, suffix in ((base + ".py", ""), (base, "/")):
+            if os.path.exists(candidate):
+                continue
+            key = candidate[len(prefix):].replace(os.sep, "/") if candidate.startswith(prefix) else candidate
+            out[key + suffix] = ABSENT
+    return out
 
 
 def _leaf_types(names: list[str]) -> tuple[tuple[type, ...], list[str]]:
@@ -114,6 +160,28 @@ def _leaf_types(names: list[str]) -> tuple[tuple[type, ...], list[str]]:
         except Exception as e:
             problems.append(f"leaf-modules entry {dotted!r} could not be imported: {type(e).__name__}: {e}")
     return tuple(types_), problems
+
+
+def warm_up() -> None:
+    """Called once in the zygote, before any fork: import what every job imports and fill the
+    pure-Python caches that the first trace in a process builds (torch's table of overridable
+    functions, sysconfig's paths), so each forked child starts warm. Runs no torch operator."""
+    import site
+    import sysconfig
+
+    import torch
+    import torch.overrides
+    import torch.utils._device  # noqa: F401 - imported lazily by nn.Module construction
+
+    import fxscope.trace.analysis  # noqa: F401
+    import fxscope.trace.build  # noqa: F401
+
+    sysconfig.get_paths()
+    site.getsitepackages()
+    torch.overrides.get_overridable_functions()
+    tensor_methods = getattr(torch.overrides, "_get_tensor_methods", None)
+    if callable(tensor_methods):
+        tensor_methods()
 
 
 def run_trace_job(job: dict[str, Any]) -> dict[str, Any]:
@@ -151,11 +219,15 @@ def run_trace_job(job: dict[str, Any]) -> dict[str, Any]:
                     digest = _digest(path)
                     if digest:
                         files.setdefault(rel, digest)
+        missing = _missing_module(error)
+        if missing:
+            files.update(absent_candidates(missing, root))
         files.update(extra_deps)
         body.update(result)
         body["files"] = files
         return body
 
+    serve_from_source(is_user_file)
     try:
         factory = _import_target(job)
     except BaseException as e:  # noqa: BLE001 - user code may raise anything, even SystemExit

@@ -18,7 +18,7 @@ import sys
 from collections.abc import Collection
 from pathlib import Path
 
-from .overlay import get_overlay
+from .overlay import get_overlay, served_digest
 
 __all__ = ["DEFAULT_EXCLUDED_DIRS", "record_baseline", "touched_files"]
 
@@ -40,6 +40,9 @@ def record_baseline() -> None:
 
 
 def _digest(path: str) -> str | None:
+    served = served_digest(path)  # what was executed, even if the file changed since
+    if served is not None:
+        return served
     text = get_overlay(path)
     if text is not None:
         return hashlib.sha256(text.encode("utf-8")).hexdigest()

@@ -32,7 +32,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .child import JobFiles, parse_faulthandler, read_output, run_child
+from .child import DEFAULT_RUNNER, JobFiles, parse_faulthandler, read_output, run_child
 from .protocol import FrameDecoder, ProtocolError, encode, encode_raw, grow_pipe
 
 __all__ = ["Zygote", "main"]
@@ -223,7 +223,7 @@ class Zygote:
         """Collect every exited child and report it."""
         while self.children:
             try:
-                pid, status = os.waitpid(-1, os.WNOHANG)
+                pid, status, usage = os.wait4(-1, os.WNOHANG)
             except ChildProcessError:
                 break
             except InterruptedError:
@@ -233,9 +233,9 @@ class Zygote:
             child = self.children.pop(pid, None)
             if child is not None:
                 self.by_job.pop(child.job_id, None)
-                self._finish(child, status)
+                self._finish(child, status, usage.ru_utime + usage.ru_stime)
 
-    def _finish(self, child: _Child, status: int) -> None:
+    def _finish(self, child: _Child, status: int, cpu_s: float | None = None) -> None:
         duration = (time.monotonic() - child.started) * 1000.0
         files = child.files
         try:
@@ -250,6 +250,8 @@ class Zygote:
             stack = parse_faulthandler(_read_text(files.stack))
             if child.reason == "timeout":
                 fault: dict[str, Any] = {"fault": "timeout", "timeout": child.timeout}
+                if cpu_s is not None:  # busy (a loop) or waiting (a lock, a starved CPU)?
+                    fault["cpu_s"] = round(cpu_s, 3)
             else:
                 fault = _crash_fault(status)
             fault["stack"] = stack["stack"]
@@ -382,6 +384,20 @@ def _preload(modules: Sequence[str]) -> dict[str, str | None]:
     return results
 
 
+def _warm_up() -> str | None:
+    """Import the default runner and call its ``warm_up()``: the imports and pure-Python caches
+    every job needs are then inherited by each child instead of being rebuilt in each one. It must
+    run no torch operator (see the module docstring). Returns an error message, or None."""
+    try:
+        module = importlib.import_module(DEFAULT_RUNNER.partition(":")[0])
+        warm = getattr(module, "warm_up", None)
+        if callable(warm):
+            warm()
+    except BaseException as exc:  # noqa: BLE001 - a slower worker is better than none
+        return f"{type(exc).__name__}: {exc}"
+    return None
+
+
 def _import_torch() -> dict[str, Any]:
     info: dict[str, Any] = {"torch_version": None, "torch_path": None, "torch_stamp": None,
                             "torch_error": None}
@@ -423,6 +439,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     if not args.no_torch:
         info = _import_torch()
     preload = _preload(args.preload)
+    warm_error = None if args.no_torch or info["torch_error"] else _warm_up()
     gc.collect()
     if hasattr(gc, "freeze"):
         gc.freeze()  # keep inherited objects out of the children's collections (less copy-on-write)
@@ -431,6 +448,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     warnings = [f"preload {name!r} failed: {err}" for name, err in preload.items() if err]
     if info["torch_error"]:
         warnings.insert(0, f"torch could not be imported: {info['torch_error']}")
+    if warm_error:
+        warnings.append(f"warm-up failed (jobs will run slower): {warm_error}")
     zygote.send({
         "op": "ready",
         "pid": os.getpid(),

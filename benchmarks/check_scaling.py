@@ -1,0 +1,245 @@
+"""How `fxscope check` scales with the number of targets, against a naive one-process-per-model script.
+
+For N = 10, 50, 200 it writes a workspace of N small model files (one target each, a few Linear
+layers; every third one has an `if` on a traced value) and prints:
+
+- cold: `fxscope check` with an empty cache (one subprocess, the worker pool traces everything);
+- cached: the same check again (budget: under 0.5 s, without importing torch);
+- one file changed: a check after editing one model file;
+- daemon: `fxscope check --daemon` on the unchanged workspace, then after editing one file
+  (when the daemon is available);
+- naive: one fresh `python -c "import torch; torch.fx.symbolic_trace(...)"` per target, run
+  sequentially like a simple CI script (above --naive-sample targets, measured on a sample and
+  extrapolated; the output says so).
+
+Usage: python benchmarks/check_scaling.py [--sizes 10,50,200] [--naive-sample 20] [--repeat 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from pathlib import Path
+
+DAEMON_DIR = Path(__file__).resolve().parent.parent / "daemon"
+CACHED_BUDGET_S = 0.5
+
+MODEL = '''\
+import torch
+from torch import nn
+
+
+class Model{i}(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.inp = nn.Linear(32, 64)
+        self.hidden = nn.Linear(64, 64)
+        self.out = nn.Linear(64, 10)
+
+    def forward(self, x):
+        x = torch.relu(self.inp(x))
+{branch}        x = torch.relu(self.hidden(x))
+        return self.out(x)
+'''
+BRANCH = "        if x.sum() > 0:\n            x = x * 2\n"
+
+# Runs fxscope's main() and reports on stderr whether torch got imported.
+WRAPPER = textwrap.dedent("""
+    import sys
+    from fxscope.cli.main import main
+    sys.argv = ["fxscope", *sys.argv[1:]]
+    try:
+        rc = main()
+    finally:
+        sys.stderr.write("\\nFXSCOPE-BENCH torch-imported=%s\\n" % ("torch" in sys.modules))
+    sys.exit(rc)
+""")
+
+NAIVE = textwrap.dedent("""
+    import sys, torch
+    module = __import__(sys.argv[1])
+    model = getattr(module, sys.argv[2])()
+    try:
+        torch.fx.symbolic_trace(model)
+    except Exception:
+        pass
+""")
+
+
+def env() -> dict[str, str]:
+    e = dict(os.environ)
+    e["PYTHONPATH"] = str(DAEMON_DIR) + (os.pathsep + e["PYTHONPATH"] if e.get("PYTHONPATH") else "")
+    return e
+
+
+def write_workspace(root: Path, n: int) -> None:
+    root.mkdir(parents=True)
+    (root / "pyproject.toml").write_text("[tool.fxscope]\ntimeout = 120\n")
+    for i in range(n):
+        (root / f"model_{i:03d}.py").write_text(MODEL.format(i=i, branch=BRANCH if i % 3 == 0 else ""))
+
+
+def fxscope(root: Path, *args: str, wrapper: bool = False
+            ) -> tuple[float, subprocess.CompletedProcess[str]]:
+    """Wall time of one `fxscope <args>` subprocess in ``root``, and the finished process."""
+    head = [sys.executable, "-c", WRAPPER] if wrapper else [sys.executable, "-m", "fxscope"]
+    start = time.perf_counter()
+    proc = subprocess.run([*head, *args], cwd=root, env=env(), capture_output=True, text=True)
+    elapsed = time.perf_counter() - start
+    if proc.returncode not in (0, 1):
+        raise SystemExit(f"fxscope {' '.join(args)} failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
+    return elapsed, proc
+
+
+def check(root: Path, *extra: str, wrapper: bool = False) -> tuple[float, dict, str]:
+    elapsed, proc = fxscope(root, "check", ".", "--format", "json", *extra, wrapper=wrapper)
+    return elapsed, json.loads(proc.stdout), proc.stderr
+
+
+def torch_imported(stderr: str) -> bool | None:
+    for line in stderr.splitlines():
+        if line.startswith("FXSCOPE-BENCH torch-imported="):
+            return line.rsplit("=", 1)[1] == "True"
+    return None
+
+
+def naive_time(root: Path, n: int, sample: int) -> tuple[float, int]:
+    """Seconds for one fresh interpreter per target (sequential); measured on ``sample`` targets
+    spread over the workspace and scaled to ``n`` when n > sample. Returns (seconds, measured)."""
+    if n <= sample:
+        indices = list(range(n))
+    else:
+        indices = [round(k * (n - 1) / (sample - 1)) for k in range(sample)]
+    start = time.perf_counter()
+    for i in indices:
+        subprocess.run([sys.executable, "-c", NAIVE, f"model_{i:03d}", f"Model{i}"], cwd=root, env=env(),
+                       check=True, capture_output=True)
+    elapsed = time.perf_counter() - start
+    return elapsed * n / len(indices), len(indices)
+
+
+def daemon_available() -> bool:
+    return (DAEMON_DIR / "fxscope" / "cli" / "daemon.py").is_file()
+
+
+def daemon_time(root: Path, repeat: int) -> tuple[float | None, float | None, str]:
+    """Median `check --daemon` time on the unchanged workspace, the time of one after editing one
+    file, or None and why not."""
+    if not daemon_available():
+        return None, None, "not available (no fxscope/cli/daemon.py)"
+    try:
+        fxscope(root, "daemon", "start")
+    except SystemExit as e:
+        return None, None, f"not available (daemon start failed: {str(e).splitlines()[0]})"
+    try:
+        check(root, "--daemon")  # the first request may still wait for the warm worker
+        times = []
+        for _ in range(repeat):
+            elapsed, report, _ = check(root, "--daemon")
+            times.append(elapsed)
+        summary = report["summary"]
+        note = f"{summary.get('cached')}/{summary['targets']} cached"
+        path = root / "model_002.py"
+        path.write_text(path.read_text() + "# edited for the daemon\n")
+        changed, report, _ = check(root, "--daemon")
+        retraced = report["summary"]["targets"] - report["summary"].get("cached", 0)
+        note += f"; after one edit {retraced} re-traced"
+        return statistics.median(times), changed, note
+    except (SystemExit, ValueError, KeyError) as e:
+        return None, None, f"not available ({str(e).splitlines()[0] if str(e) else type(e).__name__})"
+    finally:
+        subprocess.run([sys.executable, "-m", "fxscope", "daemon", "stop"], cwd=root, env=env(),
+                       capture_output=True)
+
+
+def run_size(base: Path, n: int, sample: int, repeat: int) -> dict:
+    root = base / f"ws{n}"
+    write_workspace(root, n)
+    cold, report, _ = check(root)
+    assert report["summary"]["targets"] == n, report["summary"]
+    assert report["summary"].get("cached", 0) == 0
+    failed = report["summary"]["by_status"].get("failed", 0)
+
+    cached_times, imported, all_cached = [], set(), True
+    for k in range(repeat):
+        elapsed, rep, _ = check(root)
+        cached_times.append(elapsed)
+        all_cached &= rep["summary"]["cached"] == n
+    _, rep, stderr = check(root, wrapper=True)
+    imported.add(torch_imported(stderr))
+    all_cached &= rep["summary"]["cached"] == n
+
+    path = root / "model_001.py"
+    path.write_text(path.read_text() + "# edited\n")
+    changed, rep, _ = check(root)
+    retraced = n - rep["summary"]["cached"]
+
+    daemon, daemon_changed, daemon_note = daemon_time(root, repeat)
+    naive, measured = naive_time(root, n, sample)
+    return {
+        "n": n, "failed": failed, "cold": cold, "cached": statistics.median(cached_times),
+        "cached_max": max(cached_times), "all_cached": all_cached, "torch_imported": imported,
+        "changed": changed, "retraced": retraced, "daemon": daemon, "daemon_changed": daemon_changed,
+        "daemon_note": daemon_note,
+        "naive": naive, "naive_measured": measured,
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="10,50,200")
+    parser.add_argument("--naive-sample", type=int, default=20)
+    parser.add_argument("--repeat", type=int, default=5, help="runs of each cached check (median)")
+    parser.add_argument("--keep", action="store_true", help="keep the generated workspaces")
+    args = parser.parse_args()
+    sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
+
+    base = Path(tempfile.mkdtemp(prefix="fxscope-bench-"))
+    print(f"fxscope check scaling on {os.cpu_count()} cores, python {sys.version.split()[0]}")
+    if args.keep:
+        print(f"workspaces in {base}")
+    ok = True
+    try:
+        for n in sizes:
+            r = run_size(base, n, args.naive_sample, args.repeat)
+            naive_note = "" if r["naive_measured"] == n else \
+                f" (extrapolated from {r['naive_measured']} of {n} targets)"
+            torch_flag = r["torch_imported"]
+            within = r["cached"] < CACHED_BUDGET_S and torch_flag == {False} and r["all_cached"]
+            ok &= within
+            print(f"\nN = {n} targets ({r['failed']} with an `if` on a traced value)")
+            print(f"  cold check                {r['cold']:8.2f} s   "
+                  f"({r['cold'] / n * 1000:.0f} ms per target)")
+            print(f"  fully cached check        {r['cached']:8.3f} s   (median of {args.repeat}, max "
+                  f"{r['cached_max']:.3f} s; budget {CACHED_BUDGET_S} s: {'ok' if within else 'OVER'}; "
+                  f"torch imported: {', '.join(str(t) for t in sorted(torch_flag, key=str))}; "
+                  f"all cached: {r['all_cached']})")
+            print(f"  one file changed          {r['changed']:8.3f} s   "
+                  f"({r['retraced']} target re-traced)")
+            if r["daemon"] is None:
+                print(f"  check --daemon                 n/a   ({r['daemon_note']})")
+            else:
+                print(f"  check --daemon, unchanged {r['daemon']:8.3f} s   ({r['daemon_note']})")
+                print(f"  check --daemon, one edit  {r['daemon_changed']:8.3f} s")
+            print(f"  naive, one `python -c 'import torch; symbolic_trace(...)'` per target: "
+                  f"{r['naive']:.2f} s{naive_note}")
+            print(f"  ratios: naive / cold = {r['naive'] / r['cold']:.1f}x, "
+                  f"naive / cached = {r['naive'] / r['cached']:.0f}x, "
+                  f"naive / one-file-changed = {r['naive'] / r['changed']:.0f}x, "
+                  f"cold / cached = {r['cold'] / r['cached']:.0f}x")
+    finally:
+        if not args.keep:
+            shutil.rmtree(base, ignore_errors=True)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
