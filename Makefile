@@ -15,7 +15,7 @@ $(STAMP): pyproject.toml
 setup: $(STAMP)
 
 test: $(STAMP)
-	$(PY) -m pytest -q tests
+	$(PY) -m pytest -q
 
 demo: $(STAMP)
 	cd examples && ../$(VENV)/bin/fxscope check . --format text; test $$? -le 1

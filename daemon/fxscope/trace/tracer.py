@@ -170,25 +170,26 @@ class RobustTracer(Tracer):
         self._reset_trace_state()
 
     # ------------------------------------------------------------------ leaves (modelopt API)
+    @staticmethod
+    def _leaf_registry(self_or_cls: Any, m: nn.Module | type) -> Any:
+        """The set a class or instance leaf goes in: class-wide, or this tracer's own."""
+        if isinstance(self_or_cls, type):
+            return self_or_cls._leaves if isinstance(m, type) else self_or_cls._leaf_instances
+        return self_or_cls._own_leaf_types if isinstance(m, type) else self_or_cls._own_leaf_instances
+
     @_hybridmethod
     def register_leaf(self_or_cls, m: nn.Module | type) -> None:
         """Register a leaf: a class or an instance; on the class for every tracer, on a tracer
         instance for that tracer only."""
-        if isinstance(self_or_cls, type):
-            (self_or_cls._leaves if isinstance(m, type) else self_or_cls._leaf_instances).add(m)
-        else:
-            target = self_or_cls._own_leaf_types if isinstance(m, type) else self_or_cls._own_leaf_instances
-            target.add(m)
+        RobustTracer._leaf_registry(self_or_cls, m).add(m)
+        if not isinstance(self_or_cls, type):
             self_or_cls._static_leaves = {}
 
     @_hybridmethod
     def unregister_leaf(self_or_cls, m: nn.Module | type) -> None:
         """Undo :meth:`register_leaf` (no error when not registered)."""
-        if isinstance(self_or_cls, type):
-            (self_or_cls._leaves if isinstance(m, type) else self_or_cls._leaf_instances).discard(m)
-        else:
-            target = self_or_cls._own_leaf_types if isinstance(m, type) else self_or_cls._own_leaf_instances
-            target.discard(m)
+        RobustTracer._leaf_registry(self_or_cls, m).discard(m)
+        if not isinstance(self_or_cls, type):
             self_or_cls._static_leaves = {}
 
     @_hybridmethod
