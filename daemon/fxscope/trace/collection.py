@@ -52,10 +52,11 @@ def _is_concrete(value: Any) -> bool:
 
 
 def _concrete_args_from_call(module: nn.Module, call: tuple[tuple, dict] | None) -> dict[str, Any]:
-    """Map the non-tensor arguments seen at ``module``'s call site to forward parameter names."""
-    if call is None:
-        return {}
-    args, kwargs = call
+    """Map the non-tensor arguments seen at ``module``'s call site to forward parameter names.
+
+    A module never reached (its parent's forward stopped earlier) is traced as if called with
+    its required arguments only: parameters with non-tensor defaults keep their defaults."""
+    args, kwargs = call if call is not None else ((), {})
     try:
         sig = inspect.signature(inspect.unwrap(type(module).forward))
     except (TypeError, ValueError):
