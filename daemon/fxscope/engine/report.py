@@ -106,6 +106,20 @@ def _merge_across_targets(findings: list[dict[str, Any]]) -> list[dict[str, Any]
     return out
 
 
+def _hint(finding: dict[str, Any]) -> str | None:
+    """The code's help text; for errors inside installed libraries, how to keep them opaque."""
+    code = CODES.get(finding["code"])
+    if code is None:
+        return None
+    scopes = finding.get("scopes") or []
+    if code.severity == "error" and os.path.isabs(finding.get("file", "")) and scopes:
+        leaf = scopes[0]["type"]
+        return (f"{code.help} This code is in an installed library: to keep `{leaf.rsplit('.', 1)[-1]}` "
+                f"opaque, add `leaf-modules = [\"{leaf}\"]` to [tool.fxscope], or pass concrete args "
+                "that avoid this path.")
+    return code.help
+
+
 def _sort_key(f: dict[str, Any]) -> tuple:
     return (f.get("file", ""), f.get("line", 0), f.get("column", 0), f["code"], f.get("target", ""))
 
@@ -141,7 +155,7 @@ def build_report(root: str, torch_version: str, results: list[TargetResult], *,
         cached += int(r.cached)
         for f in body.get("findings", []):
             item = _finding(f, t.id, root)
-            item.setdefault("hint", CODES[item["code"]].help if item["code"] in CODES else None)
+            item.setdefault("hint", _hint(item))
             if item["hint"] is None:
                 del item["hint"]
             findings.append(item)
