@@ -514,13 +514,9 @@ class _Server:
 
         engine = Engine(self.root, config, cache_dir=self.paths.directory if self.pinned_cache_dir else None,
                         workers=getattr(self.args, "workers", None), on_warning=self._warn)
-        if old is not None:
+        if old is not None and not engine.adopt_workers(old):
             same_pool = old.config.preload == config.preload and old.workers == engine.workers
-            if same_pool and getattr(old, "_pool", None) is not None and hasattr(engine, "_pool"):
-                # Keep the warm zygote: the worker pool depends only on the preload list and width.
-                with old._lock, engine._lock:
-                    engine._pool, old._pool = old._pool, None
-            elif not same_pool:
+            if not same_pool:
                 self.worker_state = "starting"
                 threading.Thread(target=self._warm, name="fxscope-daemon-warm", daemon=True).start()
         return engine

@@ -105,6 +105,17 @@ class Engine:
                 self._pool = None
         self.cache.close()
 
+    def adopt_workers(self, other: "Engine") -> bool:
+        """Take over ``other``'s warm worker pool when it fits (same ``preload`` and width), so a
+        configuration change does not pay torch's start-up again; ``other`` loses it."""
+        if other.config.preload != self.config.preload or other.workers != self.workers:
+            return False
+        with other._lock, self._lock:
+            if other._pool is None or self._pool is not None:
+                return False
+            self._pool, other._pool = other._pool, None
+        return True
+
     @property
     def pool(self) -> Any:
         """The worker pool, created on first use (so cached answers never start torch)."""
