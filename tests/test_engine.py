@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from engine_support import (
-    DAEMON, SCHEMA, cli_env, finish_check, locate, new_marker, processes_with_marker, run_check,
+    SCHEMA, cli_env, finish_check, locate, new_marker, processes_with_marker, run_check,
     start_check, write_tree,
 )
 

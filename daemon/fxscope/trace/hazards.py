@@ -28,7 +28,8 @@ from torch.fx import Node
 from fxscope.trace.collection import GraphCollection
 from fxscope.trace.findings import Finding
 from fxscope.trace.frames import USER, SourceLocation, location_at
-from fxscope.trace.tracer import CONTAINER_TYPES, _quoted, type_name
+from fxscope.trace.classify import quoted
+from fxscope.trace.tracer import CONTAINER_TYPES, type_name
 
 __all__ = ["find_hazards", "is_dead_inplace"]
 
@@ -126,7 +127,7 @@ def _dead_inplace(gc: GraphCollection, anchors: _Anchors) -> Iterator[Finding]:
                 node.meta.get("fxscope_scope", ""), node.meta.get("fxscope_scope_type", ""))
             yield Finding(
                 "FXS201",
-                f"in-place {_quoted(loc, 'op')} has no users: `Graph.eliminate_dead_code()` removes "
+                f"in-place {quoted(loc, 'op')} has no users: `Graph.eliminate_dead_code()` removes "
                 "it and the model's result changes",
                 loc,
                 anchor=anchors(scope[0], loc),

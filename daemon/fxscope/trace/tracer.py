@@ -28,21 +28,19 @@ is restored in ``finally`` so failures at any depth never corrupt the parent's s
 
 from __future__ import annotations
 
-import dis
 import inspect
-import linecache
 import sys
 import types
 import weakref
-from contextlib import contextmanager
 from typing import Any, Callable, Iterator
 
 import torch
 import torch.nn as nn
 from torch.fx import Graph, Node, Proxy, Tracer
-from torch.fx.proxy import TraceError
 
+from fxscope.trace.classify import bool_construct, classify_exception, is_numpy, quoted, subject
 from fxscope.trace.findings import Finding, FindingSet
+from fxscope.trace.proxy_hooks import proxy_hooks
 from fxscope.trace.frames import (
     INTERNAL,
     LIBRARY,
@@ -61,17 +59,10 @@ CONTAINER_TYPES = (nn.ModuleList, nn.ModuleDict, nn.ParameterList, nn.ParameterD
 #: Tensor methods whose result is a Python value or foreign array (FXS106).
 _FOREIGN_METHODS = {"item": ".item()", "tolist": ".tolist()", "numpy": ".numpy()"}
 
-_JUMP_CONSTRUCTS = {
-    "UNARY_NOT": "`not`",
-    "JUMP_IF_TRUE_OR_POP": "`or`",
-    "JUMP_IF_FALSE_OR_POP": "`and`",
-}
-
-
-#: class -> qualified name (memoised: every node gets its scope's type name).
-_TYPE_NAMES: dict[type, str] = {}
 #: file name -> whether it is numpy's (a traced value handed to numpy: FXS106).
 _NUMPY_FILES: dict[str, bool] = {}
+#: class -> qualified name (memoised: every node gets its scope's type name).
+_TYPE_NAMES: dict[type, str] = {}
 
 
 def type_name(obj: Any) -> str:
@@ -112,25 +103,6 @@ class _ModuleCall:
         self.message: str | None = None
 
 
-def _snippet(loc: SourceLocation, limit: int = 60) -> str | None:
-    """The source text of a single-line location, if short enough to quote."""
-    if loc.column is None or loc.end_column is None or loc.end_line not in (None, loc.line):
-        return None
-    text = linecache.getline(loc.file, loc.line)[loc.column - 1 : loc.end_column - 1].strip()
-    return text if text and len(text) <= limit else None
-
-
-def _subject(loc: SourceLocation) -> str:
-    """``traced value `expr``` when the expression is quotable, else ``a traced value``."""
-    text = _snippet(loc)
-    return f"traced value `{text}`" if text else "a traced value"
-
-
-def _quoted(loc: SourceLocation, fallback: str = "a traced value") -> str:
-    text = _snippet(loc)
-    return f"`{text}`" if text else fallback
-
-
 class RobustTracer(Tracer):
     """A ``torch.fx.Tracer`` that records failing module calls as leaves and keeps tracing.
 
@@ -143,6 +115,8 @@ class RobustTracer(Tracer):
         default_anchor: anchor for findings outside user code when no user frame is on the stack.
     """
 
+    #: Marks tracers whose proxies report through ``_report`` (see ``proxy_hooks``).
+    _fxscope_reports = True
     _leaves: set[type] = set()
     _leaf_instances: "weakref.WeakSet[nn.Module]" = weakref.WeakSet()
 
@@ -324,7 +298,7 @@ class RobustTracer(Tracer):
             self._calls.append(root_call)
         leaf_root = isinstance(root, nn.Module) and self.is_leaf_module(root, "")
         try:
-            with _proxy_hooks():
+            with proxy_hooks():
                 if leaf_root:
                     graph = self._trace_leaf_root(root, concrete_args)
                 else:
@@ -560,7 +534,7 @@ class RobustTracer(Tracer):
             if check_numpy and not foreign:
                 foreign = _NUMPY_FILES.get(filename)
                 if foreign is None:
-                    foreign = _NUMPY_FILES[filename] = _is_numpy(filename)
+                    foreign = _NUMPY_FILES[filename] = is_numpy(filename)
             frame = frame.f_back
         if kind == "call_method" and target in _FOREIGN_METHODS:
             self._report(
@@ -586,12 +560,12 @@ class RobustTracer(Tracer):
         frame = self._offending_frame(sys._getframe(1))
         construct = "an `if`/`while` condition"
         if frame is not None:
-            construct = _bool_construct(frame)
+            construct = bool_construct(frame)
         loc = self._report(
             "FXS101",
             None,
             start=sys._getframe(1),
-            message_fn=lambda loc: f"{_subject(loc)} decides {construct}; its value is "
+            message_fn=lambda loc: f"{subject(loc)} decides {construct}; its value is "
             "unknown while tracing",
         )
         owner = id(self._calls[-1].module) if self._calls else 0
@@ -606,7 +580,7 @@ class RobustTracer(Tracer):
             "FXS102",
             None,
             start=sys._getframe(1),
-            message_fn=lambda loc: f"a traced value is iterated in {_quoted(loc, 'this expression')}; "
+            message_fn=lambda loc: f"a traced value is iterated in {quoted(loc, 'this expression')}; "
             "its length is unknown while tracing",
         )
         return iter([obj[0]])
@@ -688,7 +662,7 @@ class RobustTracer(Tracer):
             code = tb.tb_frame.f_code
             if self.classifier.kind(code) != INTERNAL:
                 tb_entries.append(tb)
-            elif _is_numpy(code.co_filename):
+            elif is_numpy(code.co_filename):
                 numpy_involved = True
             tb = tb.tb_next
         if not tb_entries:
@@ -719,7 +693,7 @@ class RobustTracer(Tracer):
                     user_frames = [f for f in self.classifier.model_frames(sys._getframe(1), self._entry_frame)
                                    if self.classifier.kind(f.f_code) == USER]
                     anchor = frame_location(user_frames[0]) if user_frames else self.default_anchor
-        code, message = _classify_exception(e, numpy_involved, loc)
+        code, message = classify_exception(e, numpy_involved, loc)
         self._add_finding(code, message, loc, anchor, related, None, call)
 
     # ------------------------------------------------------------------ bookkeeping
@@ -754,167 +728,3 @@ def _unrecorded_call(path: str) -> Any:
     """Stands for a module call fx could not record; only in graphs of failed modules, which
     are discarded."""
     raise RuntimeError(f"the call of {path} could not be traced")
-
-
-def _is_numpy(filename: str) -> bool:
-    np = sys.modules.get("numpy")
-    base = getattr(np, "__file__", None)
-    if not base:
-        return False
-    import os
-
-    return filename.startswith(os.path.dirname(base))
-
-
-def _bool_construct(frame: types.FrameType) -> str:
-    """Which Python construct asked for the bool at ``frame``'s current instruction."""
-    try:
-        instructions = list(dis.get_instructions(frame.f_code))
-    except Exception:  # pragma: no cover - defensive
-        return "Python control flow"
-    for i, ins in enumerate(instructions):
-        if ins.offset == frame.f_lasti:
-            if ins.opname in _JUMP_CONSTRUCTS:
-                return _JUMP_CONSTRUCTS[ins.opname]
-            if "JUMP" in ins.opname:
-                nxt = instructions[i + 1] if i + 1 < len(instructions) else None
-                if nxt is not None and nxt.opname == "LOAD_ASSERTION_ERROR":
-                    return "an `assert`"
-                return "an `if`/`while` condition"
-            if ins.opname in ("CALL", "PRECALL", "CALL_FUNCTION"):
-                return "`bool()`"
-            break
-    return "Python control flow"
-
-
-def _classify_exception(e: BaseException, numpy_involved: bool, loc: SourceLocation) -> tuple[str, str]:
-    """Map an exception raised while tracing to a finding code and message."""
-    text = str(e)
-    name = type(e).__name__
-    if numpy_involved or "__array" in text:
-        return "FXS106", f"a traced value reaches numpy, which needs real data ({name}: {text})"
-    if isinstance(e, TraceError) and "iterated" in text:
-        return "FXS102", f"a traced value is iterated in {_quoted(loc, 'this expression')}; its length is unknown while tracing"
-    if isinstance(e, TraceError) and "control flow" in text:
-        return "FXS101", f"{_subject(loc)} decides Python control flow"
-    if "'len' is not supported" in text:
-        return "FXS103", f"`len()` of traced value {_quoted(loc)}"
-    if isinstance(e, TypeError) and "Proxy" in text:
-        if "item assignment" in text:
-            return "FXS105", f"item assignment into traced value {_quoted(loc)}"
-        if any(s in text for s in ("interpreted as an integer", "indices must be", "int() argument",
-                                   "float() argument", "must be real number")):
-            return "FXS104", f"traced value used as a Python number or index in {_quoted(loc, 'this expression')}"
-    if isinstance(e, RecursionError):
-        return "FXS107", "RecursionError: maximum recursion depth exceeded while tracing"
-    return "FXS107", f"{name}: {text}" if text else name
-
-
-# ---------------------------------------------------------------------- Proxy dunders
-def _tracer_of(proxy: Proxy) -> RobustTracer | None:
-    tracer = getattr(proxy, "tracer", None)
-    return tracer if isinstance(tracer, RobustTracer) else None
-
-
-def _proxy_len(self: Proxy) -> int:
-    tracer = _tracer_of(self)
-    if tracer is None:
-        return _ORIGINAL["__len__"](self)
-    tracer._report("FXS103", None, start=sys._getframe(1),
-                   message_fn=lambda loc: f"`len()` of a traced value in {_quoted(loc, 'this expression')}; "
-                   "its length is unknown while tracing")
-    return 1
-
-
-def _number_hook(kind: str, placeholder: Any) -> Callable[[Proxy], Any]:
-    def hook(self: Proxy) -> Any:
-        tracer = _tracer_of(self)
-        if tracer is None:
-            raise TypeError(f"'Proxy' object cannot be interpreted as {kind}")
-        tracer._report("FXS104", None, start=sys._getframe(1),
-                       message_fn=lambda loc: f"a traced value is used as a Python {kind} in "
-                       f"{_quoted(loc, 'this expression')}; its value is unknown while tracing")
-        return placeholder
-
-    return hook
-
-
-def _proxy_setitem(self: Proxy, key: Any, value: Any) -> None:
-    tracer = _tracer_of(self)
-    if tracer is None:
-        raise TypeError("'Proxy' object does not support item assignment")
-    tracer._report("FXS105", None, start=sys._getframe(1),
-                   message_fn=lambda loc: f"item assignment into a traced value in "
-                   f"{_quoted(loc, 'this statement')}; symbolic tracing does not record in-place writes")
-
-
-def _proxy_array(self: Proxy, *args: Any, **kwargs: Any) -> Any:
-    tracer = _tracer_of(self)
-    import numpy
-
-    if tracer is not None:
-        tracer._report("FXS106", None, start=sys._getframe(1),
-                       message_fn=lambda loc: f"a traced value is converted to a numpy array in "
-                       f"{_quoted(loc, 'this expression')}; numpy needs real data")
-    return numpy.zeros(())
-
-
-_ZERO_ARRAY: Any = None
-
-
-def _array_attr(name: str) -> property:
-    """``__array_struct__``/``__array_interface__``: numpy probes these before ``__array__``.
-    Raising AttributeError would fall through to ``Proxy.__getattr__`` (an Attribute proxy, which
-    numpy rejects with "invalid __array_struct__"), so report FXS106 and hand numpy a 0-d array's
-    interface instead (the array is kept alive at module level)."""
-
-    def getter(self: Proxy) -> Any:
-        global _ZERO_ARRAY
-        tracer = _tracer_of(self)
-        import numpy
-
-        if tracer is not None:
-            tracer._report("FXS106", None, start=sys._getframe(1),
-                           message_fn=lambda loc: f"a traced value is converted to a numpy array in "
-                           f"{_quoted(loc, 'this expression')}; numpy needs real data")
-        if _ZERO_ARRAY is None:
-            _ZERO_ARRAY = numpy.zeros(())
-        return getattr(_ZERO_ARRAY, name)
-
-    return property(getter)
-
-
-_ORIGINAL: dict[str, Any] = {}
-_HOOKS: dict[str, Any] = {
-    "__len__": _proxy_len,
-    "__index__": _number_hook("integer", 1),
-    "__int__": _number_hook("integer", 1),
-    "__float__": _number_hook("float", 1.0),
-    "__setitem__": _proxy_setitem,
-    "__array__": _proxy_array,
-    "__array_struct__": _array_attr("__array_struct__"),
-    "__array_interface__": _array_attr("__array_interface__"),
-}
-_hook_depth = 0
-
-
-@contextmanager
-def _proxy_hooks() -> Iterator[None]:
-    """Install the report-and-continue dunders on ``Proxy`` for the duration of a trace."""
-    global _hook_depth
-    if _hook_depth == 0:
-        for name, hook in _HOOKS.items():
-            _ORIGINAL[name] = Proxy.__dict__.get(name)
-            setattr(Proxy, name, hook)
-    _hook_depth += 1
-    try:
-        yield
-    finally:
-        _hook_depth -= 1
-        if _hook_depth == 0:
-            for name, original in _ORIGINAL.items():
-                if original is None:
-                    delattr(Proxy, name)
-                else:
-                    setattr(Proxy, name, original)
-            _ORIGINAL.clear()
