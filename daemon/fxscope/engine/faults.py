@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from fxscope.trace.codes import CODES
+from fxscope.trace.codes import finding_dict
 
 __all__ = ["fault_result", "is_cacheable_fault"]
 
@@ -25,10 +25,6 @@ def _innermost_user_frame(frames: list[dict[str, Any]], root: str) -> dict[str, 
     return None
 
 
-def _finding(code: str, message: str, loc: dict[str, Any]) -> dict[str, Any]:
-    return {"code": code, "severity": CODES[code].severity, "message": message, **loc}
-
-
 def fault_result(fault: dict[str, Any], fallback: dict[str, Any], root: str) -> dict[str, Any]:
     """A target result body (status ``error``) for a worker fault dict."""
     kind = fault.get("fault")
@@ -37,11 +33,11 @@ def fault_result(fault: dict[str, Any], fallback: dict[str, Any], root: str) -> 
         frames = fault.get("stack") or []
         loc = _innermost_user_frame(frames, root) or fallback
         where = f" (stuck at line {loc['line']})" if loc is not fallback else ""
-        finding = _finding("FXS403", f"tracing did not finish within {fault.get('timeout')} s{where}", loc)
+        finding = finding_dict("FXS403", f"tracing did not finish within {fault.get('timeout')} s{where}", **loc)
     elif kind == "exit":
         loc = _innermost_user_frame(fault.get("traceback") or [], root) or fallback
-        finding = _finding("FXS404", f"model code called sys.exit({fault.get('exit_code')!r}); the tracing "
-                           "process ended", loc)
+        finding = finding_dict("FXS404", f"model code called sys.exit({fault.get('exit_code')!r}); the tracing "
+                           "process ended", **loc)
     elif kind == "crash":
         loc = _innermost_user_frame(fault.get("stack") or [], root) or fallback
         if fault.get("signal_name"):
@@ -52,7 +48,7 @@ def fault_result(fault: dict[str, Any], fallback: dict[str, Any], root: str) -> 
             why = f"the tracing process exited with status {fault['exit_code']} (os._exit or a native abort)"
         else:  # the worker itself died or could not start: nothing is known about the model
             why = f"the trace could not run: {fault.get('message') or 'the worker died'}"
-        finding = _finding("FXS404", why, loc)
+        finding = finding_dict("FXS404", why, **loc)
     elif kind == "exception":
         loc = _innermost_user_frame(fault.get("traceback") or [], root) or fallback
         msg = fault.get("message", "")
@@ -60,9 +56,9 @@ def fault_result(fault: dict[str, Any], fallback: dict[str, Any], root: str) -> 
             text = "the tracing process ran out of memory (memory-limit-mb)"
         else:
             text = f"the tracing process failed: {fault.get('type')}: {msg}"
-        finding = _finding("FXS404", text, loc)
+        finding = finding_dict("FXS404", text, **loc)
     else:
-        finding = _finding("FXS404", f"the tracing process failed ({kind})", fallback)
+        finding = finding_dict("FXS404", f"the tracing process failed ({kind})", **fallback)
     body: dict[str, Any] = {"status": "error", "modules": [], "nodes": 0, "findings": [finding], "files": {}}
     if output:
         body["output"] = output

@@ -11,7 +11,7 @@ from typing import Any
 
 from fxscope import __version__
 from fxscope.project.discovery import FileError, Target
-from fxscope.trace.codes import CODES, SEVERITIES
+from fxscope.trace.codes import CODES, SEVERITIES, finding_dict
 
 __all__ = ["TargetResult", "build_report", "relativize", "skipped_result", "file_error_finding"]
 
@@ -58,29 +58,19 @@ def _finding(f: dict[str, Any], target_id: str, root: str) -> dict[str, Any]:
 def skipped_result(target: Target) -> TargetResult:
     """A class that needs constructor arguments and has no factory (FXS405)."""
     args = ", ".join(a for a in target.required_args) or "arguments"
-    finding = {
-        "code": "FXS405",
-        "severity": CODES["FXS405"].severity,
-        "message": f"`{target.qualname}` needs constructor arguments ({args}) and no factory is configured",
-        "hint": CODES["FXS405"].help,
-        "file": target.file,
-        "line": target.line,
-    }
+    finding = finding_dict(
+        "FXS405", f"`{target.qualname}` needs constructor arguments ({args}) and no factory is configured",
+        hint=CODES["FXS405"].help, file=target.file, line=target.line,
+    )
     return TargetResult(target, {"status": "skipped", "modules": [], "nodes": 0, "findings": [finding]})
 
 
 def file_error_finding(error: FileError) -> dict[str, Any]:
     """FXS402 for a workspace file that does not parse (its target id is the file)."""
-    return {
-        "code": "FXS402",
-        "severity": CODES["FXS402"].severity,
-        "message": f"could not import: SyntaxError: {error.message}",
-        "hint": CODES["FXS402"].help,
-        "file": error.file,
-        "line": error.line,
-        **({"column": error.column} if error.column else {}),
-        "target": error.file,
-    }
+    column = {"column": error.column} if error.column else {}
+    return finding_dict("FXS402", f"could not import: SyntaxError: {error.message}",
+                        hint=CODES["FXS402"].help, file=error.file, line=error.line, **column,
+                        target=error.file)
 
 
 def _merge_across_targets(findings: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["Code", "CODES", "SEVERITIES", "severity_rank"]
+__all__ = ["Code", "CODES", "SEVERITIES", "severity_rank", "finding_dict"]
 
 
 @dataclass(frozen=True)
@@ -145,3 +145,8 @@ _TABLE = [
 
 #: Code string -> :class:`Code`.
 CODES: dict[str, Code] = {c.code: c for c in _TABLE}
+
+
+def finding_dict(code: str, message: str, **fields: object) -> dict:
+    """A report-schema finding dict for ``code`` with its severity (``fields``: file, line, ...)."""
+    return {"code": code, "severity": CODES[code].severity, "message": message, **fields}

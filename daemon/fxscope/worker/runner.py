@@ -27,7 +27,7 @@ from typing import Any, Callable
 
 from fxscope.project.config import Config
 from fxscope.worker.overlay import OverlayLoader, serve_from_source
-from fxscope.worker.touched import touched_files
+from fxscope.worker.touched import error_files, touched_files
 
 ABSENT = "absent"  # the dependency "hash" of a file that must stay missing (see the engine)
 
@@ -63,9 +63,9 @@ def _tb_locations(e: BaseException, is_user_file: Callable[[str], bool]) -> list
 def _error_finding(code: str, message: str, e: BaseException, is_user_file: Callable[[str], bool],
                    fallback: dict[str, Any]) -> dict[str, Any]:
     """A finding for an import/build failure at the innermost workspace frame."""
-    from fxscope.trace.codes import CODES
+    from fxscope.trace.codes import finding_dict
 
-    finding: dict[str, Any] = {"code": code, "severity": CODES[code].severity, "message": message}
+    finding: dict[str, Any] = finding_dict(code, message)
     if isinstance(e, SyntaxError) and e.filename and is_user_file(os.path.abspath(e.filename)):
         finding.update(file=os.path.abspath(e.filename), line=max(e.lineno or 1, 1))
         if e.offset:
@@ -201,28 +201,15 @@ def run_trace_job(job: dict[str, Any]) -> dict[str, Any]:
     target_file = os.path.join(root, target["file"]) if target.get("file") else root
     fallback = {"file": target_file, "line": target.get("line") or 1}
     result: dict[str, Any] = {"torch": torch.__version__, "warnings": []}
-    extra_deps: dict[str, str] = {}
 
     def finish(body: dict[str, Any], error: BaseException | None = None) -> dict[str, Any]:
         files = touched_files(Path(root))
         if error is not None:  # files that failed to import are not in sys.modules
-            from fxscope.worker.touched import _digest
-
-            paths = [os.path.abspath(f) for f in {getattr(error, "filename", None) or ""} if f]
-            tb = error.__traceback__
-            while tb is not None:
-                paths.append(os.path.abspath(tb.tb_frame.f_code.co_filename))
-                tb = tb.tb_next
-            for path in paths:
-                if is_user_file(path) and os.path.exists(path):
-                    rel = os.path.relpath(path, root).replace(os.sep, "/")
-                    digest = _digest(path)
-                    if digest:
-                        files.setdefault(rel, digest)
+            for rel, digest in error_files(error, root, is_user_file).items():
+                files.setdefault(rel, digest)
         missing = _missing_module(error)
         if missing:
             files.update(absent_candidates(missing, root))
-        files.update(extra_deps)
         body.update(result)
         body["files"] = files
         return body

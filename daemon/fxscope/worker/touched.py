@@ -15,12 +15,12 @@ from __future__ import annotations
 import hashlib
 import os
 import sys
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from pathlib import Path
 
 from .overlay import get_overlay, served_digest
 
-__all__ = ["DEFAULT_EXCLUDED_DIRS", "record_baseline", "touched_files"]
+__all__ = ["DEFAULT_EXCLUDED_DIRS", "error_files", "record_baseline", "touched_files"]
 
 DEFAULT_EXCLUDED_DIRS: frozenset[str] = frozenset(
     {
@@ -51,6 +51,23 @@ def _digest(path: str) -> str | None:
             return hashlib.sha256(fh.read()).hexdigest()
     except OSError:
         return None
+
+
+def error_files(error: BaseException, root: Path | str, is_user_file: Callable[[str], bool]) -> dict[str, str]:
+    """Workspace files an import/build ``error`` went through (its ``filename`` and traceback
+    frames), which ``sys.modules`` does not list when their import failed -> path -> sha256."""
+    paths = [error.filename] if isinstance(getattr(error, "filename", None), str) else []
+    tb = error.__traceback__
+    while tb is not None:
+        paths.append(tb.tb_frame.f_code.co_filename)
+        tb = tb.tb_next
+    out: dict[str, str] = {}
+    for path in map(os.path.abspath, paths):
+        if is_user_file(path) and os.path.exists(path):
+            digest = _digest(path)
+            if digest:
+                out.setdefault(os.path.relpath(path, root).replace(os.sep, "/"), digest)
+    return out
 
 
 def touched_files(
