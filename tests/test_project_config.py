@@ -48,6 +48,7 @@ def test_defaults_without_pyproject(tmp_path: Path) -> None:
     assert config.python_path == (tmp_path.resolve(),)
     assert config.auto_targets is True
     assert config.preload == () and config.leaf_modules == () and config.targets == ()
+    assert config.wrap_functions == ()
     assert config.timeout == 30.0 and config.device == "meta"
     assert config.workers is None and config.cache_dir is None
     assert config.memory_limit_mb == 4096
@@ -79,6 +80,7 @@ def test_every_key(tmp_path: Path) -> None:
         timeout = 12
         device = "cpu"
         leaf-modules = ["pkg.layers.FancyAttention"]
+        wrap-functions = ["pkg.layers:rel_pos", "einops:rearrange"]
         workers = 3
         cache-dir = ".cache/fx"
         memory-limit-mb = 1024
@@ -100,6 +102,7 @@ def test_every_key(tmp_path: Path) -> None:
     assert config.timeout == 12.0 and isinstance(config.timeout, float)
     assert config.device == "cpu"
     assert config.leaf_modules == ("pkg.layers.FancyAttention",)
+    assert config.wrap_functions == ("pkg.layers:rel_pos", "einops:rearrange")
     assert config.workers == 3
     assert config.cache_dir == root / ".cache" / "fx"
     assert config.memory_limit_mb == 1024
@@ -134,7 +137,7 @@ def test_fingerprint_and_json(tmp_path: Path) -> None:
     assert load_config(b).fingerprint() == fingerprint, "workers and cache-dir do not change traces"
 
     for change in ("timeout = 11", "device = 'cpu'", "preload = ['x']", "leaf-modules = ['a.B']",
-                   "auto-targets = false", "memory-limit-mb = 512", "exclude = ['old']"):
+                   "wrap-functions = ['a:f']", "auto-targets = false", "memory-limit-mb = 512", "exclude = ['old']"):
         (b / "pyproject.toml").write_text(text.replace("timeout = 10", change))
         assert load_config(b).fingerprint() != fingerprint, change
 
@@ -172,6 +175,9 @@ def _error(tmp_path: Path, body: str) -> ConfigError:
         ('preload = ["not a module"]', "preload", "'preload' entries must be dotted module names"),
         ('device = "cuda"', "device", "'device' must be 'meta' or 'cpu', got str 'cuda'"),
         ('leaf-modules = ["Attention"]', "leaf-modules", "'leaf-modules' entries must be qualified class names"),
+        ('wrap-functions = ["pkg.mod.func"]', "wrap-functions",
+         "'wrap-functions' entries must be functions like 'pkg.module:function', got 'pkg.mod.func'"),
+        ('wrap-functions = "pkg:f"', "wrap-functions", "'wrap-functions' must be a list of strings"),
         ("workers = 0", "workers", "'workers' must be >= 1, got 0"),
         ("workers = 1.5", "workers", "'workers' must be an integer, got float 1.5"),
         ("cache-dir = 3", "cache-dir", "'cache-dir' must be a path string, got int 3"),

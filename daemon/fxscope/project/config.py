@@ -113,6 +113,7 @@ class Config:
     timeout: float = 30.0
     device: str = "meta"
     leaf_modules: tuple[str, ...] = ()
+    wrap_functions: tuple[str, ...] = ()
     targets: tuple[TargetConfig, ...] = ()
     workers: int | None = None
     cache_dir: Path | None = None
@@ -136,6 +137,7 @@ class Config:
             "timeout": self.timeout,
             "device": self.device,
             "leaf_modules": list(self.leaf_modules),
+            "wrap_functions": list(self.wrap_functions),
             "targets": [t.to_json() for t in self.targets],
             "memory_limit_mb": self.memory_limit_mb,
         }
@@ -172,6 +174,7 @@ class Config:
             timeout=float(data["timeout"]),
             device=data["device"],
             leaf_modules=tuple(data["leaf_modules"]),
+            wrap_functions=tuple(data.get("wrap_functions", ())),
             targets=tuple(
                 TargetConfig(t["name"], t["factory"], dict(t["concrete_args"])) for t in data["targets"]
             ),
@@ -229,7 +232,7 @@ def _toml_error(source: Path, text: str, exc: Exception) -> ConfigError:
 
 _KEYS = (
     "include", "exclude", "python-path", "auto-targets", "preload", "timeout", "device",
-    "leaf-modules", "targets", "workers", "cache-dir", "memory-limit-mb",
+    "leaf-modules", "wrap-functions", "targets", "workers", "cache-dir", "memory-limit-mb",
 )
 _TARGET_KEYS = ("factory", "concrete-args")
 
@@ -249,6 +252,7 @@ def _build(root: Path, source: Path | None, table: dict[str, Any], text: str) ->
         python_path = (root, root / "src") if (root / "src").is_dir() else (root,)
     preload = get.strings("preload", _DOTTED_RE, "dotted module names like 'transformers'")
     leaf = get.strings("leaf-modules", _QUALIFIED_RE, "qualified class names like 'pkg.layers.Attention'")
+    wrap = get.strings("wrap-functions", _FACTORY_RE, "functions like 'pkg.module:function'")
     timeout = get.number("timeout", 30.0)
     device = table.get("device", "meta")
     if device not in _DEVICES:
@@ -264,7 +268,7 @@ def _build(root: Path, source: Path | None, table: dict[str, Any], text: str) ->
     return Config(
         root=root, source=source, include=include, exclude=exclude, python_path=python_path,
         auto_targets=get.boolean("auto-targets", True), preload=preload, timeout=timeout,
-        device=device, leaf_modules=leaf, targets=_targets(table.get("targets", {}), fail),
+        device=device, leaf_modules=leaf, wrap_functions=wrap, targets=_targets(table.get("targets", {}), fail),
         workers=workers, cache_dir=cache_dir, memory_limit_mb=memory,
     )
 
