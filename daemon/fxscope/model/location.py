@@ -1,0 +1,85 @@
+"""Source locations and module scopes, the report schema v1's ``location`` and ``scopes`` entries.
+
+Lines and columns are 1-based; columns count code points (the report contract). ``file`` is
+root-relative (posix) inside the workspace and absolute outside it.
+
+>>> loc = Location.from_json({"file": "m.py", "line": 3, "column": 9, "end_line": 3, "end_column": 17})
+>>> loc.to_json()
+{'file': 'm.py', 'line': 3, 'column': 9, 'end_line': 3, 'end_column': 17}
+>>> Scope.from_json({"path": "blocks.0", "type": "m.Block"}).to_json()
+{'path': 'blocks.0', 'type': 'm.Block'}
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["Location", "Scope"]
+
+
+def _opt_int(value: Any) -> int | None:
+    return None if value is None else int(value)
+
+
+@dataclass(frozen=True)
+class Location:
+    """A 1-based source range (code-point columns; ``end_column`` is exclusive, as in
+    ``co_positions`` + 1). ``message`` is set on call-chain entries (``related``)."""
+
+    file: str
+    line: int
+    column: int | None = None
+    end_line: int | None = None
+    end_column: int | None = None
+    message: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """The schema ``location`` dict (None fields omitted)."""
+        out: dict[str, Any] = {"file": self.file, "line": self.line}
+        for key in ("column", "end_line", "end_column", "message"):
+            value = getattr(self, key)
+            if value is not None:
+                out[key] = value
+        return out
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Location:
+        """Read a ``location`` dict (also a finding or node dict: only its location keys)."""
+        message = data.get("message") if "code" not in data else None
+        return cls(
+            file=str(data["file"]),
+            line=int(data["line"]),
+            column=_opt_int(data.get("column")),
+            end_line=_opt_int(data.get("end_line")),
+            end_column=_opt_int(data.get("end_column")),
+            message=str(message) if message is not None else None,
+        )
+
+    def range_key(self) -> tuple[str, int, int | None, int | None, int | None]:
+        """(file, line, column, end_line, end_column): identity of the range."""
+        return (self.file, self.line, self.column, self.end_line, self.end_column)
+
+
+@dataclass(frozen=True)
+class Scope:
+    """A module instance: its ``path`` in the model (``blocks.0.attn``, ``""`` for the root), its
+    qualified ``type``, and the ``target`` whose tracing saw it (set once findings are merged)."""
+
+    path: str
+    type: str
+    target: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """The schema ``scopes`` entry."""
+        out: dict[str, Any] = {"path": self.path, "type": self.type}
+        if self.target is not None:
+            out["target"] = self.target
+        return out
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Scope:
+        """Read a ``scopes`` entry."""
+        target = data.get("target")
+        return cls(str(data["path"]), str(data["type"]), str(target) if target is not None else None)

@@ -1,0 +1,133 @@
+"""Graph nodes and class summaries as the result store answers them (hovers, code lenses, graph view).
+
+>>> n = NodeInfo.from_json({"name": "relu", "op": "call_function", "target": "torch.relu", "scope": "",
+...     "scope_type": "m.Net", "file": "m.py", "line": 5}, target="m.py::Net")
+>>> n.location.line, n.to_json()["target_id"]
+(5, 'm.py::Net')
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from fxscope.model.finding import Finding
+from fxscope.model.location import Location
+
+__all__ = ["CLASS_STATUSES", "ClassSummary", "GraphView", "NodeInfo"]
+
+#: Status of a class in :class:`ClassSummary` (``pending``: queued or running; ``not-traced``: no
+#: target traces it on its own and no traced model contains it).
+CLASS_STATUSES = ("traced", "partial", "failed", "error", "skipped", "pending", "not-traced")
+
+
+@dataclass(frozen=True)
+class NodeInfo:
+    """One FX graph node of one target: ``name``, ``op``, its call ``target`` (``node.target``),
+    the module instance it came from (``scope``, ``scope_type``), the source range that produced
+    it, and the id of the traced target (``target_id``). ``graph`` is the module path of the graph
+    it belongs to (``""`` = the root graph)."""
+
+    name: str
+    op: str
+    target: str
+    scope: str
+    scope_type: str
+    location: Location | None = None
+    shape: tuple[int, ...] | None = None
+    dtype: str | None = None
+    target_id: str = ""
+    graph: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-able dict (schema graph-node keys plus ``target_id``, ``graph``)."""
+        out: dict[str, Any] = {"name": self.name, "op": self.op, "target": self.target,
+                               "scope": self.scope, "scope_type": self.scope_type,
+                               "target_id": self.target_id, "graph": self.graph}
+        if self.location is not None:
+            out.update(self.location.to_json())
+        if self.shape is not None:
+            out["shape"] = list(self.shape)
+        if self.dtype is not None:
+            out["dtype"] = self.dtype
+        return out
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any], *, target: str | None = None,
+                  graph: str | None = None) -> NodeInfo:
+        """Read a schema graph node (``target``/``graph`` default to the dict's own keys)."""
+        shape = data.get("shape")
+        return cls(
+            name=str(data["name"]), op=str(data["op"]), target=str(data["target"]),
+            scope=str(data.get("scope", "")), scope_type=str(data.get("scope_type", "")),
+            location=Location.from_json(data) if data.get("file") and data.get("line") else None,
+            shape=tuple(int(x) for x in shape) if isinstance(shape, list) else None,
+            dtype=str(data["dtype"]) if data.get("dtype") is not None else None,
+            target_id=target if target is not None else str(data.get("target_id", "")),
+            graph=graph if graph is not None else str(data.get("graph", "")),
+        )
+
+
+@dataclass(frozen=True)
+class ClassSummary:
+    """What fxscope knows about one ``nn.Module`` class (hover on its name, code lens above it).
+
+    ``targets``: ids of the targets that trace it (its own, and models containing it);
+    ``instances``: module paths where it occurs in those models; ``leaf_children``: its
+    submodules kept as leaves; ``findings``: how many findings lie in its file and line range;
+    ``reason``: why it was skipped or failed, when it was."""
+
+    file: str
+    line: int
+    qualname: str
+    type_name: str
+    targets: tuple[str, ...]
+    status: str
+    nodes: int = 0
+    instances: tuple[str, ...] = ()
+    leaf_children: tuple[str, ...] = ()
+    findings: int = 0
+    reason: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-able dict of every field."""
+        return {"file": self.file, "line": self.line, "qualname": self.qualname,
+                "type_name": self.type_name, "targets": list(self.targets), "status": self.status,
+                "nodes": self.nodes, "instances": list(self.instances),
+                "leaf_children": list(self.leaf_children), "findings": self.findings,
+                "reason": self.reason}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> ClassSummary:
+        """Inverse of :meth:`to_json`."""
+        return cls(
+            file=str(data["file"]), line=int(data["line"]), qualname=str(data["qualname"]),
+            type_name=str(data["type_name"]), targets=tuple(data.get("targets") or ()),
+            status=str(data["status"]), nodes=int(data.get("nodes", 0)),
+            instances=tuple(data.get("instances") or ()),
+            leaf_children=tuple(data.get("leaf_children") or ()),
+            findings=int(data.get("findings", 0)), reason=data.get("reason"),
+        )
+
+
+@dataclass(frozen=True)
+class GraphView:
+    """The graphs of one target (optionally one module's): every node and every finding, JSON-able
+    for the graph view. ``status`` is the target's status (``pending`` when never traced yet)."""
+
+    target: str
+    module: str | None
+    status: str
+    graphs: tuple[tuple[str, tuple[NodeInfo, ...]], ...]
+    findings: tuple[Finding, ...]
+    edges: tuple[tuple[str, str, str], ...] = ()  # (graph module, input node, user node)
+
+    def to_json(self) -> dict[str, Any]:
+        """``{"target", "module", "status", "graphs": [{"module", "nodes", "edges"}], "findings"}``."""
+        graphs = []
+        for module, nodes in self.graphs:
+            edges = [[src, dst] for g, src, dst in self.edges if g == module]
+            graphs.append({"module": module, "nodes": [n.to_json() for n in nodes], "edges": edges})
+        return {"target": self.target, "module": self.module, "status": self.status,
+                "graphs": graphs, "findings": [f.to_json() for f in self.findings]}
