@@ -92,19 +92,13 @@ def test_file_hasher_recent_file_not_trusted_by_stat(tmp_path: Path) -> None:
 def test_file_hasher_overlays(tmp_path: Path) -> None:
     (tmp_path / "m.py").write_text("disk\n")
     hasher = FileHasher(tmp_path)
-    hasher.set_overlay("m.py", "buffer\n")
-    hasher.set_overlay("new.py", "unsaved file\n")
-    assert hasher.hash("m.py") == hash_text("buffer\n")
-    assert hasher.hash("new.py") == hash_text("unsaved file\n")
-    assert hasher.overlays() == {
-        "m.py": hash_text("buffer\n"),
-        "new.py": hash_text("unsaved file\n"),
-    }
-    hasher.set_overlay("m.py", None)
-    hasher.set_overlay("new.py", None)
+    overlays = {"m.py": hash_text("buffer\n"), "new.py": hash_text("unsaved file\n")}
+    assert hasher.hash("m.py", overlays) == hash_text("buffer\n")
+    assert hasher.hash("new.py", overlays) == hash_text("unsaved file\n")
+    # the overlays are an argument, never hasher state: without them the disk counts
     assert hasher.hash("m.py") == hash_text("disk\n")
     assert hasher.hash("new.py") is None
-    assert hasher.overlays() == {}
+    assert hasher.hash("m.py", overlays) == hash_text("buffer\n")
 
 
 def test_file_hasher_invalidate(tmp_path: Path) -> None:
@@ -165,11 +159,15 @@ def test_overlay_state_is_its_own_entry(tmp_path: Path, cache: ResultCache) -> N
     (tmp_path / "m.py").write_text("saved\n")
     hasher = FileHasher(tmp_path)
     cache.store("t", "ctx", {"m.py": hasher.hash("m.py")}, {"state": "saved"})
-    hasher.set_overlay("m.py", "unsaved\n")
-    assert cache.lookup("t", "ctx", hasher.hash) is None
-    cache.store("t", "ctx", {"m.py": hasher.hash("m.py")}, {"state": "unsaved"})
-    assert cache.lookup("t", "ctx", hasher.hash).payload == {"state": "unsaved"}
-    hasher.set_overlay("m.py", None)  # buffer closed without saving: the saved result is back
+    overlays = {"m.py": hash_text("unsaved\n")}
+
+    def buffered(rel: str) -> str | None:
+        return hasher.hash(rel, overlays)
+
+    assert cache.lookup("t", "ctx", buffered) is None
+    cache.store("t", "ctx", {"m.py": buffered("m.py")}, {"state": "unsaved"})
+    assert cache.lookup("t", "ctx", buffered).payload == {"state": "unsaved"}
+    # buffer closed without saving: the saved result is back
     assert cache.lookup("t", "ctx", hasher.hash).payload == {"state": "saved"}
 
 

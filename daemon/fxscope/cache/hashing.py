@@ -1,4 +1,4 @@
-"""Content hashes of workspace files; unsaved editor buffers win over the disk.
+"""Content hashes of workspace files; unsaved editor buffers (passed per call) win over the disk.
 
 >>> hash_text("x = 1\\n") == hash_bytes(b"x = 1\\n")
 True
@@ -14,6 +14,7 @@ import os
 import stat
 import threading
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -43,8 +44,9 @@ def hash_json(obj: Any) -> str:
 class FileHasher:
     """Hashes files under ``root`` by content, memoised by ``(st_mtime_ns, st_size, st_ino)``.
 
-    A repeated lookup of an unchanged file costs one ``stat``. An overlay (the text of an unsaved
-    editor buffer) takes precedence over the file on disk until it is removed. Thread-safe.
+    A repeated lookup of an unchanged file costs one ``stat``. Unsaved editor buffers are passed
+    per call (``overlays``: root-relative path -> hash of the buffer text, from an immutable
+    snapshot) and win over the disk; the hasher itself keeps no buffer state. Thread-safe.
 
     >>> import tempfile
     >>> root = Path(tempfile.mkdtemp())
@@ -52,10 +54,8 @@ class FileHasher:
     >>> hasher = FileHasher(root)
     >>> hasher.hash("m.py") == hash_text("a = 1\\n")
     True
-    >>> hasher.set_overlay("m.py", "a = 2\\n")
-    >>> hasher.hash("m.py") == hash_text("a = 2\\n")
+    >>> hasher.hash("m.py", {"m.py": hash_text("a = 2\\n")}) == hash_text("a = 2\\n")
     True
-    >>> hasher.set_overlay("m.py", None)
     >>> hasher.hash("m.py") == hash_text("a = 1\\n"), hasher.hash("gone.py")
     (True, None)
     """
@@ -64,16 +64,16 @@ class FileHasher:
         self.root = Path(root)
         self._lock = threading.Lock()
         self._memo: dict[str, tuple[tuple[int, int, int], str]] = {}
-        self._overlays: dict[str, str] = {}
 
-    def hash(self, rel: str) -> str | None:
-        """Hash of root-relative ``rel``: its overlay if set, else the file's bytes; None if the
-        file is missing or unreadable."""
+    def hash(self, rel: str, overlays: Mapping[str, str] | None = None) -> str | None:
+        """Hash of root-relative ``rel``: ``overlays[rel]`` when given (the hash of an unsaved
+        buffer), else the file's bytes; None if the file is missing or unreadable."""
+        if overlays:
+            overlay = overlays.get(rel)
+            if overlay is not None:
+                return overlay
         with self._lock:
-            overlay = self._overlays.get(rel)
             memo = self._memo.get(rel)
-        if overlay is not None:
-            return overlay
         path = self.root / rel
         try:
             st = os.stat(path)
@@ -102,21 +102,8 @@ class FileHasher:
                 self._memo.pop(rel, None)
         return digest
 
-    def set_overlay(self, rel: str, text: str | None) -> None:
-        """Make ``text`` (an unsaved buffer) the content of ``rel``; None removes the overlay."""
-        with self._lock:
-            if text is None:
-                self._overlays.pop(rel, None)
-            else:
-                self._overlays[rel] = hash_text(text)
-
-    def overlays(self) -> dict[str, str]:
-        """The current overlays: root-relative path -> hash of the buffer text."""
-        with self._lock:
-            return dict(self._overlays)
-
     def invalidate(self, rel: str | None = None) -> None:
-        """Forget the memoised hash of ``rel`` (of every file if None); overlays are kept."""
+        """Forget the memoised hash of ``rel`` (of every file if None)."""
         with self._lock:
             if rel is None:
                 self._memo.clear()

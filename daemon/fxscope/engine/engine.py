@@ -19,14 +19,16 @@ import sys
 import threading
 import time
 from collections import deque
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Union
 
 from fxscope import __version__
-from fxscope.cache import FileHasher, ResultCache, hash_json
+from fxscope.cache import FileHasher, ResultCache, hash_json, hash_text
 from fxscope.engine.faults import fault_result, is_cacheable_fault
 from fxscope.engine.report import TargetResult, build_report, relativize, skipped_result
 from fxscope.project.config import Config, load_config
+from fxscope.model import Snapshot
 from fxscope.project.discovery import Discovery, Target, discover
 
 __all__ = ["ABSENT", "Engine", "ProgressEvent", "installed_torch_version"]
@@ -40,6 +42,20 @@ PAYLOAD_FORMAT = 2
 
 #: Characters of a job's captured stdout/stderr kept with its result (the tail).
 OUTPUT_KEPT = 8192
+
+#: What :meth:`Engine.run` accepts as ``cancel``: an event cancelling every job, or a predicate
+#: telling, per target, whether its job is stale (a newer snapshot superseded it).
+Cancel = Union[threading.Event, Callable[[Target], bool], None]
+
+
+class _Overlays:
+    """The buffers of one immutable snapshot as the engine uses them: texts keyed by absolute path
+    (sent to the worker) and text hashes keyed by root-relative path (passed to the hasher)."""
+
+    __slots__ = ("texts", "digests")
+
+    def __init__(self, texts: dict[str, str], digests: dict[str, str]) -> None:
+        self.texts, self.digests = texts, digests
 
 
 def installed_torch_version() -> str:
@@ -133,9 +149,11 @@ class Engine:
         return self.cache.directory
 
     # ------------------------------------------------------------------ targets
-    def discover(self, overlays: dict[str, str] | None = None) -> Discovery:
-        """Targets of the workspace (AST only); ``overlays`` maps absolute paths to buffer text."""
-        ov = {Path(k): v for k, v in (overlays or {}).items()}
+    def discover(self, overlays: Mapping[str, str] | Snapshot | None = None) -> Discovery:
+        """Targets of the workspace (AST only); ``overlays`` maps absolute paths to buffer text
+        (or is a :class:`~fxscope.model.Snapshot`)."""
+        texts = overlays.texts if isinstance(overlays, Snapshot) else (overlays or {})
+        ov = {Path(k): v for k, v in texts.items()}
         return discover(self.config, overlays=ov or None)
 
     def select(self, discovery: Discovery, paths: Iterable[Path] | None = None,
@@ -164,20 +182,18 @@ class Engine:
         return "" if rel == "." else rel.replace(os.sep, "/")
 
     # ------------------------------------------------------------------ running
-    def _set_overlays(self, overlays: dict[str, str] | None) -> dict[str, str]:
-        """Install buffer overlays into the hasher; returns them keyed by absolute path."""
-        current = set(self.hasher.overlays())
+    def _overlays(self, overlays: Mapping[str, str] | Snapshot | None) -> _Overlays:
+        """The workspace buffers of ``overlays`` (absolute path -> text, or a snapshot), for the
+        jobs and the hasher of one run; nothing is stored on the engine or the hasher."""
+        texts = overlays.texts if isinstance(overlays, Snapshot) else (overlays or {})
         wanted: dict[str, str] = {}
-        for path, text in (overlays or {}).items():
+        for path, text in texts.items():
             rel = self._rel(Path(path))
             if rel.startswith("..") or rel == "\0":
                 continue
             wanted[rel] = text
-        for rel in current - set(wanted):
-            self.hasher.set_overlay(rel, None)
-        for rel, text in wanted.items():
-            self.hasher.set_overlay(rel, text)
-        return {str(self.root / rel): text for rel, text in wanted.items()}
+        return _Overlays({str(self.root / rel): text for rel, text in wanted.items()},
+                         {rel: hash_text(text) for rel, text in wanted.items()})
 
     def _job(self, target: Target, overlays: dict[str, str]) -> dict[str, Any]:
         return {
@@ -190,7 +206,8 @@ class Engine:
             "sys_path": [str(p) for p in self.config.python_path],
         }
 
-    def _static_deps(self, target: Target, discovery: Discovery | None) -> dict[str, str]:
+    def _static_deps(self, target: Target, discovery: Discovery | None,
+                     digests: Mapping[str, str] | None = None) -> dict[str, str]:
         files = {target.file} if target.file else set()
         if discovery is not None and target.file:
             todo = deque([target.file])
@@ -202,34 +219,45 @@ class Engine:
                         todo.append(dep)
         deps = {}
         for f in files:
-            h = self.hasher.hash(f)
+            h = self.hasher.hash(f, digests)
             if h is not None:
                 deps[f] = h
         return deps
 
-    def run(self, targets: list[Target], *, overlays: dict[str, str] | None = None,
+    def run(self, targets: list[Target], *, overlays: Mapping[str, str] | Snapshot | None = None,
             discovery: Discovery | None = None,
             on_result: Callable[[TargetResult], None] | None = None,
-            cancel: threading.Event | None = None, use_cache: bool = True) -> list[TargetResult]:
-        """Results for ``targets``: from the cache when every recorded file is unchanged, else
-        traced in workers (in parallel). ``cancel`` set -> running jobs are killed and the
-        unfinished targets are left out of the result.
+            cancel: Cancel = None, use_cache: bool = True,
+            on_cancelled: Callable[[Target], None] | None = None) -> list[TargetResult]:
+        """Results for ``targets`` under the buffers of ``overlays`` (an immutable snapshot, or
+        absolute path -> text): from the cache when every recorded file is unchanged, else traced
+        in workers (in parallel).
+
+        ``cancel``: an event (set -> every running job is killed) or a predicate called per
+        unfinished target (true -> that target's job is killed). A cancelled target is left out of
+        the result and reported to ``on_cancelled``; its previous result stays wherever the caller
+        keeps it (the session's store, the cache), it is never replaced by a partial one.
 
         A result's ``cached`` is true when it came from the cache (nothing was run); skipped
         targets (FXS405) are cached like traced ones, keyed by their class's file and imports."""
-        abs_overlays = self._set_overlays(overlays)
+        view = self._overlays(overlays)
+        digests = view.digests
+        abs_overlays = view.texts
+
+        def current(rel: str) -> str:
+            return self._current_hash(rel, digests)
         results: list[TargetResult] = []
         misses: list[Target] = []
         warned: set[str] = set()
         for t in targets:
-            hit = self.cache.lookup(t.id, self.context, self._current_hash) if use_cache else None
+            hit = self.cache.lookup(t.id, self.context, current) if use_cache else None
             if hit is not None and bool(hit.payload.get("status") == "skipped") == t.needs_args:
                 r = TargetResult(t, hit.payload, cached=True)
                 self._warn(r.body, warned)  # e.g. a bad leaf-modules entry: said on every check
             elif t.needs_args:
                 r = skipped_result(t)
                 r.body = _relative_paths(r.body, str(self.root))
-                deps = self._static_deps(t, discovery)
+                deps = self._static_deps(t, discovery, digests)
                 if deps:
                     self.cache.store(t.id, self.context, deps, r.body)
             else:
@@ -241,54 +269,67 @@ class Engine:
         if not misses:
             return results
         done: "queue.Queue[tuple[Target, Any, float]]" = queue.Queue()
-        handles = []
+        handles: dict[str, tuple[Target, Any]] = {}
         for t in misses:
             start = time.perf_counter()
             h = self.pool.submit(self._job(t, abs_overlays))
             h.add_done_callback(lambda handle, t=t, start=start: done.put((t, handle, start)))
-            handles.append(h)
+            handles[t.id] = (t, h)
         remaining = len(handles)
-        cancelled = False
         while remaining:
             try:
                 t, handle, start = done.get(timeout=0.05)
             except queue.Empty:
-                if not cancelled and cancel is not None and cancel.is_set():
-                    cancelled = True
-                    for h in handles:
-                        h.cancel()
+                self._cancel_stale(handles, cancel)
                 continue
             remaining -= 1
+            handles.pop(t.id, None)
             raw = handle.result()
             if raw.get("fault") == "cancelled":
+                if on_cancelled:
+                    on_cancelled(t)
                 continue
-            r = self._result_from_raw(t, raw, handle, start, discovery, warned)
+            r = self._result_from_raw(t, raw, handle, start, discovery, warned, digests)
             results.append(r)
             if on_result:
                 on_result(r)
         return results
 
-    def _current_hash(self, rel: str) -> str:
+    @staticmethod
+    def _cancel_stale(handles: dict[str, tuple[Target, Any]], cancel: Cancel) -> None:
+        """Kill the jobs that ``cancel`` (an event, or a per-target predicate) says are stale;
+        they leave ``handles`` (each is asked once), their outcome still arrives as cancelled."""
+        if cancel is None:
+            return
+        if isinstance(cancel, threading.Event):
+            stale = list(handles) if cancel.is_set() else []
+        else:
+            stale = [tid for tid, (t, _) in handles.items() if cancel(t)]
+        for tid in stale:
+            handles.pop(tid)[1].cancel()
+
+    def _current_hash(self, rel: str, digests: Mapping[str, str] | None = None) -> str:
         """The hash a cached dependency must still have: the file's, or ``ABSENT`` when it does not
         exist (a module that failed to import because it was missing; ``dir/`` names a package
         directory, which counts as present when it exists)."""
         if rel.endswith("/"):
             return "dir" if os.path.isdir(self.root / rel) else ABSENT
-        return self.hasher.hash(rel) or ABSENT
+        return self.hasher.hash(rel, digests) or ABSENT
 
     def _result_from_raw(self, t: Target, raw: dict[str, Any], handle: Any, start: float,
-                         discovery: Discovery | None, warned: set[str] | None = None) -> TargetResult:
+                         discovery: Discovery | None, warned: set[str] | None = None,
+                         digests: Mapping[str, str] | None = None) -> TargetResult:
         duration = getattr(handle, "duration_ms", None) or (time.perf_counter() - start) * 1000
         fallback = {"file": str(self.root / t.file) if t.file else str(self.root), "line": max(t.line, 1)}
         if "fault" in raw:
             body = fault_result(raw, fallback, str(self.root))
-            deps = self._static_deps(t, discovery)
+            deps = self._static_deps(t, discovery, digests)
             cacheable = is_cacheable_fault(raw)
         else:
             body = dict(raw)
             deps = dict(raw.get("files") or {})
             if t.file and t.file not in deps:
-                h = self.hasher.hash(t.file)
+                h = self.hasher.hash(t.file, digests)
                 if h:
                     deps[t.file] = h
             cacheable = True
@@ -311,10 +352,11 @@ class Engine:
 
     def check(self, paths: Iterable[Path] | None = None, *, graphs: bool = False,
               shard: tuple[int, int] | None = None, target_ids: Iterable[str] | None = None,
-              overlays: dict[str, str] | None = None,
+              overlays: Mapping[str, str] | Snapshot | None = None,
               on_progress: Callable[[ProgressEvent], None] | None = None,
-              cancel: threading.Event | None = None, use_cache: bool = True) -> dict[str, Any]:
-        """Check the workspace (or ``paths``) and return the version-1 report dict."""
+              cancel: Cancel = None, use_cache: bool = True) -> dict[str, Any]:
+        """Check the workspace (or ``paths``) under the buffers of ``overlays`` (an immutable
+        snapshot, or absolute path -> text) and return the version-1 report dict."""
         started = time.perf_counter()
         discovery = self.discover(overlays)
         targets = self.select(discovery, paths, target_ids, shard)
