@@ -429,3 +429,72 @@ def test_files_without_module_name_still_give_targets(tmp_path: Path, name: str)
     })
     (target,) = run(tmp_path).targets
     assert target.module is None and target.file == name
+
+
+def test_forwarding_constructors_and_mixins_need_arguments(tmp_path: Path) -> None:
+    """A constructor taking only *args/**kwargs forwards them (to a base such as nn.Linear): the
+    class needs arguments (FXS405), it is not built with none (a false FXS401)."""
+    write(tmp_path, {"m.py": """
+        from torch import nn
+
+        class LogMixin:
+            def log(self): return 1
+
+        class CoopMixin:
+            def __init__(self, *args, **kwargs):
+                super().__init__(*args, **kwargs)
+
+        class Plain(LogMixin, nn.Linear):
+            pass
+
+        class Cooperative(CoopMixin, nn.Linear):
+            pass
+
+        class Wrapper(nn.Module):
+            def __init__(self, *args, **kw):
+                super().__init__()
+                self.inner = nn.Linear(*args, **kw)
+            def forward(self, x): return self.inner(x)
+
+        class KwOnly(nn.Module):
+            def __init__(self, **options):
+                super().__init__()
+            def forward(self, x): return x
+
+        class WithDefaults(nn.Module):
+            def __init__(self, dim=8, **kwargs):
+                super().__init__()
+            def forward(self, x): return x
+    """})
+    targets = by_id(run(tmp_path))
+    assert targets["m.py::Plain"].required_args == (INHERITED,)
+    assert targets["m.py::Cooperative"].required_args == ("*args", "**kwargs")
+    assert targets["m.py::Wrapper"].required_args == ("*args", "**kw")
+    assert targets["m.py::KwOnly"].required_args == ("**options",)
+    assert all(targets[t].needs_args for t in ("m.py::Plain", "m.py::Cooperative", "m.py::Wrapper",
+                                                "m.py::KwOnly"))
+    assert not targets["m.py::WithDefaults"].needs_args  # timm's style: every option has a default
+
+
+def test_classes_under_the_main_guard_are_not_targets(tmp_path: Path) -> None:
+    write(tmp_path, {"m.py": """
+        from torch import nn
+
+        class Net(nn.Module):
+            def forward(self, x): return x
+
+        if __name__ == "__main__":
+            class Demo(nn.Module):
+                def forward(self, x): return x
+        elif "__main__" == __name__:
+            class Never(nn.Module):
+                def forward(self, x): return x
+        else:
+            class Imported(nn.Module):
+                def forward(self, x): return x
+
+        if "__main__" == __name__:
+            class Other(nn.Module):
+                def forward(self, x): return x
+    """})
+    assert [t.id for t in run(tmp_path).targets] == ["m.py::Imported", "m.py::Net"]

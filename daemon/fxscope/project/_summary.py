@@ -77,8 +77,13 @@ def _is_abstract(func: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
 
 
 def _required(func: ast.FunctionDef | ast.AsyncFunctionDef) -> tuple[str, ...]:
+    """Required parameters of an ``__init__`` (``self`` dropped). One that takes nothing but
+    ``*args``/``**kwargs`` forwards what it is given (to a base, a wrapped module): it needs
+    arguments, named by its star parameters (``("*args", "**kwargs")``)."""
     args = func.args
     positional = [*args.posonlyargs, *args.args]
+    if len(positional) <= 1 and not args.kwonlyargs and (args.vararg or args.kwarg):
+        return tuple(f"{stars}{a.arg}" for stars, a in (("*", args.vararg), ("**", args.kwarg)) if a)
     defaults_from = len(positional) - len(args.defaults)
     required = [a.arg for i, a in enumerate(positional) if i < defaults_from][1:]  # drop self
     required += [a.arg for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is None]
@@ -157,6 +162,8 @@ class _Collector:
             self.visit(stmt.body)  # type: ignore[attr-defined]
             self.visit(stmt.orelse)  # type: ignore[attr-defined]
             self.visit(stmt.finalbody)  # type: ignore[attr-defined]
+        elif isinstance(stmt, ast.If) and _is_main_guard(stmt.test):
+            self.visit(stmt.orelse)  # `if __name__ == "__main__":` never runs on import
         elif isinstance(stmt, (ast.If, ast.For, ast.AsyncFor, ast.While)):
             self.visit(stmt.body)
             self.visit(stmt.orelse)
@@ -171,6 +178,15 @@ class _Collector:
             simple = isinstance(stmt, ast.Assign) and isinstance(target, ast.Name) and alias is not None
             for name in _bound_names(target):
                 self.bindings[name] = ("alias", alias) if simple else ("other",)  # type: ignore[assignment]
+
+
+def _is_main_guard(test: ast.expr) -> bool:
+    """``__name__ == "__main__"`` (either way round)."""
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq)):
+        return False
+    sides = (test.left, test.comparators[0])
+    return any(isinstance(a, ast.Name) and a.id == "__name__" for a in sides) and any(
+        isinstance(b, ast.Constant) and b.value == "__main__" for b in sides)
 
 
 def _bound_names(target: ast.expr) -> Iterable[str]:
