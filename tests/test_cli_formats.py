@@ -17,7 +17,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from fxscope.cli import baseline, filters
+from fxscope.report import baseline, filters
 from fxscope.cli.formats import FORMATS, render
 from fxscope.cli.formats.github import escape_data, escape_property
 from fxscope.cli.formats.text import summary_line
@@ -544,7 +544,7 @@ def test_progress_draws_and_clears() -> None:
 
 def test_output_side_does_not_import_torch() -> None:
     code = (
-        "import sys, fxscope.cli.formats as f, fxscope.cli.filters, fxscope.cli.baseline, "
+        "import sys, fxscope.cli.formats as f, fxscope.report.filters, fxscope.report.baseline, "
         "fxscope.cli.progress\n"
         "for m in f.FORMATS: __import__('fxscope.cli.formats.' + f._MODULES[m])\n"
         "assert 'torch' not in sys.modules, 'torch imported'\n"

@@ -38,7 +38,7 @@ def _codes(text: str) -> list[str]:
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of every subcommand."""
-    from fxscope.cli.filters import FAIL_ON
+    from fxscope.report.filters import FAIL_ON
     from fxscope.cli.formats import FORMATS
 
     parser = argparse.ArgumentParser(prog="fxscope", description="Find the lines of PyTorch model code that torch.fx cannot trace.")
@@ -134,7 +134,7 @@ def _run_check(args: argparse.Namespace, root: Path, config: Any) -> dict[str, A
 
 def cmd_check(args: argparse.Namespace) -> int:
     """``fxscope check``."""
-    from fxscope.cli import baseline, filters
+    from fxscope.report import baseline, filters
     from fxscope.cli.formats import render
 
     root = _find_root(args, args.paths)

@@ -1,6 +1,7 @@
-"""The incremental engine shared by the CLI and the language server."""
+"""The incremental engine shared by every front end: :class:`Engine` checks targets for an
+immutable snapshot; :class:`~fxscope.engine.session.Workspace` owns one root's long-lived state."""
 
 from fxscope.engine.engine import Engine, ProgressEvent, installed_torch_version
-from fxscope.engine.report import TargetResult, build_report
+from fxscope.engine.results import TargetResult
 
-__all__ = ["Engine", "ProgressEvent", "TargetResult", "build_report", "installed_torch_version"]
+__all__ = ["Engine", "ProgressEvent", "TargetResult", "installed_torch_version"]

@@ -26,7 +26,7 @@ from typing import Any, Callable, Iterable, Union
 from fxscope import __version__
 from fxscope.cache import FileHasher, ResultCache, hash_json, hash_text
 from fxscope.engine.faults import fault_result, is_cacheable_fault
-from fxscope.engine.report import TargetResult, build_report, relativize, skipped_result
+from fxscope.engine.results import TargetResult, relativize, skipped_result
 from fxscope.project.config import Config, load_config
 from fxscope.model import Snapshot
 from fxscope.project.discovery import Discovery, Target, discover
@@ -376,6 +376,8 @@ class Engine:
             rels = [self._rel(Path(p)) for p in paths]
             file_errors = [e for e in file_errors if any(_under(e.file, r) for r in rels)]
         torch_version = next((r.body["torch"] for r in results if r.body.get("torch")), self.torch_version)
+        from fxscope.report.build import build_report  # the report view over these results
+
         return build_report(str(self.root), torch_version, results, file_errors=file_errors,
                             graphs=graphs, duration_ms=(time.perf_counter() - started) * 1000)
 

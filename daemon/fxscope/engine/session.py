@@ -8,7 +8,7 @@ cancels stale jobs per target, and a result store answered from memory and the J
 never importing torch in this process.
 
 Positions in the store are 1-based lines and 1-based code-point columns
-(:mod:`fxscope.model.positions` converts them for LSP clients).
+(``fxscope.lsp.positions`` converts them for LSP clients).
 
 Example::
 

@@ -1,5 +1,6 @@
 """Plain data shared by every layer (no torch, no processes): typed findings, locations, scopes,
-graph nodes, class summaries, buffer snapshots and LSP position conversion. Each dataclass has
+graph nodes, class summaries and buffer snapshots (LSP position conversion lives in
+``fxscope.lsp.positions``). Each dataclass has
 ``to_json``/``from_json``; the report schema v1 is their wire form.
 
 >>> from fxscope.model import Finding, Location
@@ -10,13 +11,11 @@ graph nodes, class summaries, buffer snapshots and LSP position conversion. Each
 from fxscope.model.finding import Finding
 from fxscope.model.location import Location, Scope
 from fxscope.model.nodes import CLASS_STATUSES, ClassSummary, GraphView, NodeInfo
-from fxscope.model.positions import ENCODINGS, from_lsp_character, to_lsp_character, to_lsp_range
 from fxscope.model.snapshot import EMPTY_SNAPSHOT, Snapshot
 
 __all__ = [
     "CLASS_STATUSES",
     "EMPTY_SNAPSHOT",
-    "ENCODINGS",
     "ClassSummary",
     "Finding",
     "GraphView",
@@ -24,7 +23,4 @@ __all__ = [
     "NodeInfo",
     "Scope",
     "Snapshot",
-    "from_lsp_character",
-    "to_lsp_character",
-    "to_lsp_range",
 ]

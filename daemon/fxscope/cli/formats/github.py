@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from fxscope.cli.source import display_path, origin_location, primary_location, sort_key
+from fxscope.report.locations import display_path, origin_location, primary_location, sort_key
 from fxscope.trace.codes import CODES
 
 __all__ = ["annotation", "escape_data", "escape_property", "render"]

@@ -13,8 +13,8 @@ from typing import Any
 from urllib.parse import quote
 
 import fxscope
-from fxscope.cli.baseline import fingerprints
-from fxscope.cli.source import Location, location_of, origin_location, primary_location, sort_key
+from fxscope.report.baseline import fingerprints
+from fxscope.report.locations import Location, location_of, origin_location, primary_location, sort_key
 from fxscope.trace.codes import CODES, Code
 
 __all__ = ["SARIF_SCHEMA", "render", "rule", "rules", "to_sarif"]

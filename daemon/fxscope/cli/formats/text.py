@@ -17,7 +17,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from fxscope.cli.source import (
+from fxscope.report.locations import (
     Location,
     SourceCache,
     display_path,

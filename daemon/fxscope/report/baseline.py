@@ -21,8 +21,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from fxscope.cli.filters import recount
-from fxscope.cli.source import SourceCache, primary_location
+from fxscope.report.filters import recount
+from fxscope.report.locations import SourceCache, primary_location
 
 __all__ = ["BASELINE_VERSION", "filter_baseline", "fingerprint", "fingerprints", "write_baseline"]
 
@@ -66,10 +66,11 @@ def _digest(key: tuple[str, ...], occurrence: int) -> str:
     return hashlib.sha256("\0".join((*key, str(occurrence))).encode("utf-8")).hexdigest()
 
 
-def fingerprints(findings: list[Mapping[str, Any]], root: Path) -> list[str]:
+def fingerprints(findings: list[Mapping[str, Any]], root: Path,
+                 texts: Mapping[str, str] | None = None) -> list[str]:
     """The fingerprint of each finding, in order; identical findings get distinct occurrence indexes
-    (numbered in source order)."""
-    source = SourceCache(root)
+    (numbered in source order). Lines are read from ``texts`` (absolute path -> buffer) or the disk."""
+    source = SourceCache(root, texts)
     keys = [_key(f, root, source) for f in findings]
     locs = [primary_location(f, root) for f in findings]
     order = sorted(range(len(findings)), key=lambda i: (locs[i].line, locs[i].column or 0, i))

@@ -13,17 +13,18 @@ the findings that remain.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from fxscope.cli.source import SourceCache, primary_location
+from fxscope.report.locations import SourceCache, primary_location
 from fxscope.trace.codes import CODES, SEVERITIES, severity_rank
 
 __all__ = [
     "FAIL_ON",
     "apply_suppressions",
     "exit_code",
+    "is_suppressed",
     "parse_selectors",
     "recount",
     "select_findings",
@@ -111,21 +112,25 @@ def suppressed_codes(line: str) -> set[str] | None:
     return found
 
 
-def apply_suppressions(report: dict[str, Any], root: Path) -> dict[str, Any]:
+def is_suppressed(finding: Mapping[str, Any], root: Path, source: SourceCache) -> bool:
+    """Whether the primary line of ``finding`` suppresses its code (``source`` gives the text:
+    the disk, or the open editor buffers)."""
+    loc = primary_location(finding, root)
+    text = source.line(loc.file, loc.line)
+    codes = suppressed_codes(text) if text is not None else None
+    return codes is not None and ("ALL" in codes or finding["code"] in codes)
+
+
+def apply_suppressions(report: dict[str, Any], root: Path,
+                       texts: Mapping[str, str] | None = None) -> dict[str, Any]:
     """Drop findings whose line carries ``# fxscope: ignore`` or ``# fxscope: ignore[FXS101, ...]``.
 
-    The line is the finding's primary location (the anchor when its file is outside the workspace).
+    The line is the finding's primary location (the anchor when its file is outside the workspace),
+    read from ``texts`` (absolute path -> unsaved buffer text) when given, else from the disk.
     The number dropped is added to ``summary.suppressed``.
     """
-    source = SourceCache(root)
-    kept: list[dict[str, Any]] = []
-    for finding in report["findings"]:
-        loc = primary_location(finding, root)
-        text = source.line(loc.file, loc.line)
-        codes = suppressed_codes(text) if text is not None else None
-        if codes is not None and ("ALL" in codes or finding["code"] in codes):
-            continue
-        kept.append(finding)
+    source = SourceCache(root, texts)
+    kept = [f for f in report["findings"] if not is_suppressed(f, root, source)]
     return recount(report, kept, suppressed=len(report["findings"]) - len(kept))
 
 

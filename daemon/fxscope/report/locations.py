@@ -29,6 +29,7 @@ __all__ = [
     "primary_location",
     "relative_file",
     "sort_key",
+    "split_source_lines",
 ]
 
 _NEWLINE = re.compile(r"\r\n|\r|\n")
@@ -115,26 +116,42 @@ def sort_key(finding: Mapping[str, Any], root: Path) -> tuple[Any, ...]:
     return (loc.outside, loc.file, loc.line, loc.column or 0, finding["code"], finding["message"])
 
 
-class SourceCache:
-    """Reads each source file at most once; missing or unreadable files give None."""
+def split_source_lines(text: str) -> list[str]:
+    """Lines of ``text`` as Python numbers them (by ``\\n``, ``\\r\\n`` and ``\\r`` only;
+    ``str.splitlines`` also splits on ``\\f`` and others), without a trailing empty line."""
+    lines = _NEWLINE.split(text)
+    if lines and lines[-1] == "":
+        lines.pop()
+    return lines
 
-    def __init__(self, root: Path) -> None:
+
+class SourceCache:
+    """Reads each source file at most once; missing or unreadable files give None.
+
+    ``texts`` (absolute path -> text, e.g. a snapshot's open editor buffers) win over the disk, so
+    suppressions and snippets follow what the user sees.
+
+    >>> SourceCache(Path("/w"), {"/w/m.py": "a\\nb  # fxscope: ignore\\n"}).line("m.py", 2)
+    'b  # fxscope: ignore'
+    """
+
+    def __init__(self, root: Path, texts: Mapping[str, str] | None = None) -> None:
         self.root = root
+        self._texts = dict(texts or {})
         self._files: dict[str, list[str] | None] = {}
 
     def lines(self, file: str) -> list[str] | None:
         """All lines of ``file`` (without line endings), or None when it cannot be read."""
         if file not in self._files:
-            try:
-                text = absolute_path(file, self.root).read_text(encoding="utf-8", errors="replace")
-            except OSError:
-                self._files[file] = None
-            else:
-                # Python numbers lines by \n, \r\n and \r only (str.splitlines also splits on \f...).
-                lines = _NEWLINE.split(text)
-                if lines and lines[-1] == "":
-                    lines.pop()
-                self._files[file] = lines
+            path = absolute_path(file, self.root)
+            text = self._texts.get(str(path))
+            if text is None:
+                try:
+                    text = path.read_text(encoding="utf-8", errors="replace")
+                except OSError:
+                    self._files[file] = None
+                    return None
+            self._files[file] = split_source_lines(text)
         return self._files[file]
 
     def line(self, file: str, lineno: int) -> str | None:

@@ -1,0 +1,50 @@
+"""A target's outcome as the engine hands it up: the worker's body plus how it was obtained.
+
+>>> relativize("/ws/pkg/m.py", "/ws"), relativize("/site/lib.py", "/ws")
+('pkg/m.py', '/site/lib.py')
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+from fxscope.project.discovery import Target
+from fxscope.trace.codes import CODES, finding_dict
+
+__all__ = ["TargetResult", "relativize", "skipped_result"]
+
+
+@dataclass
+class TargetResult:
+    """One target's outcome: the worker's ``body`` (report-schema target fields plus ``findings``,
+    ``graphs`` and ``files``: root-relative path -> hash of every file the trace read), whether it
+    came from the cache, and how long the trace took."""
+
+    target: Target
+    body: dict[str, Any]
+    cached: bool = False
+    duration_ms: float = 0.0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def relativize(path: str, root: str) -> str:
+    """Root-relative posix path for files under ``root``; absolute otherwise."""
+    if not path:
+        return path
+    ab = os.path.abspath(path) if os.path.isabs(path) else os.path.abspath(os.path.join(root, path))
+    prefix = root.rstrip(os.sep) + os.sep
+    if ab.startswith(prefix):
+        return ab[len(prefix):].replace(os.sep, "/")
+    return ab
+
+
+def skipped_result(target: Target) -> TargetResult:
+    """A class that needs constructor arguments and has no factory (FXS405)."""
+    args = ", ".join(a for a in target.required_args) or "arguments"
+    finding = finding_dict(
+        "FXS405", f"`{target.qualname}` needs constructor arguments ({args}) and no factory is configured",
+        hint=CODES["FXS405"].help, file=target.file, line=target.line,
+    )
+    return TargetResult(target, {"status": "skipped", "modules": [], "nodes": 0, "findings": [finding]})
