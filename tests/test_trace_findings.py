@@ -151,7 +151,7 @@ EXPECTED: dict[tuple[str, str], list[tuple[str, str, str, str, list[str]]]] = {
 }
 
 #: Corpus modules whose classes are covered by other test files.
-ELSEWHERE = {"hf_wrappers"}
+ELSEWHERE = {"hf_wrappers", "shapes_control"}
 
 
 def corpus_classes() -> list[tuple[str, str]]:

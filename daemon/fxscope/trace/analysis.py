@@ -11,7 +11,7 @@ from __future__ import annotations
 import inspect
 import os
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 import torch.nn as nn
 from torch.fx import Graph
@@ -83,6 +83,10 @@ def graph_to_json(graph: Graph) -> list[dict[str, Any]]:
         if src is not None:
             item["file"] = os.path.abspath(src[0])
             item["line"] = src[1]
+        shape = n.meta.get("fxscope_shape")
+        if shape is not None:  # shape-aware mode
+            item["shape"] = list(shape)
+            item["dtype"] = n.meta.get("fxscope_dtype", "")
         out.append(item)
     return out
 
@@ -161,9 +165,12 @@ def analyze(
     leaf_types: tuple[type, ...] = (),
     sites: dict[tuple[int, str], SourceLocation] | None = None,
     extra_findings: list[Finding] | None = None,
+    inputs: Mapping[str, Any] | None = None,
 ) -> TraceReport:
-    """Trace ``model`` recursively and collect findings, hazards and module statuses."""
-    gc = GraphCollection(is_user_file=is_user_file, leaf_types=leaf_types)
+    """Trace ``model`` recursively and collect findings, hazards and module statuses. With
+    ``inputs`` (forward parameter -> example tensor, any device), tracing is shape-aware
+    (:mod:`fxscope.trace.shapes`)."""
+    gc = GraphCollection(is_user_file=is_user_file, leaf_types=leaf_types, inputs=inputs)
     gc.sites = sites or {}
     gc.recursive_trace(model, concrete_args)
     findings = FindingSet()

@@ -141,6 +141,15 @@ _TABLE = [
         "the constructor device-agnostic (avoid `.item()`, numpy or in-place data init on "
         "parameters), or set `device = \"cpu\"` to skip the meta attempt.",
     ),
+    Code(
+        "FXS501", "shape-specialised", "info",
+        "Shape-aware tracing specialised the graph on a shape",
+        "With example inputs (`inputs` of a target), a question about a shape (`x.size(0)`, "
+        "`len(x)`, `x.dim() == 2`, iterating a dimension) was answered from the example, so the "
+        "graph is valid only for inputs where the answer is the same. To stay shape-generic, pass "
+        "sizes straight to torch ops instead of Python control flow, select with `torch.where`, "
+        "or state the assumption with `torch._check(...)`.",
+    ),
 ]
 
 #: Code string -> :class:`Code`.

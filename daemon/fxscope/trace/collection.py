@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import inspect
 from collections import deque
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, Mapping
 
 import torch
 import torch.nn as nn
@@ -97,9 +97,12 @@ class GraphCollection:
     """
 
     def __init__(self, is_user_file: Callable[[str], bool] | None = None,
-                 leaf_types: tuple[type, ...] = ()) -> None:
+                 leaf_types: tuple[type, ...] = (), inputs: Mapping[str, Any] | None = None) -> None:
         self._classifier = FrameClassifier(is_user_file)
         self._leaf_types = leaf_types
+        #: Example inputs of the root's forward (shape-aware mode, see ``fxscope.trace.shapes``);
+        #: None traces without them.
+        self.inputs = inputs
         self._graphs: dict[nn.Module, tuple[str, Graph]] = {}
         self.tracers: list[RobustTracer] = []
         self.findings = FindingSet()
@@ -175,8 +178,7 @@ class GraphCollection:
         while queue:
             mod, cargs = queue.popleft()
             prefix = self.paths.get(mod, "")
-            tracer = RobustTracer(prefix=prefix, leaf_types=self._leaf_types, classifier=self._classifier,
-                                  default_anchor=anchors.get(id(mod)))
+            tracer = self._new_tracer(mod, prefix, anchors.get(id(mod)), seen_calls.get(id(mod)))
             graph = tracer.trace(mod, concrete_args=cargs)
             self.tracers.append(tracer)
             self.findings.extend(tracer.findings)
@@ -195,6 +197,19 @@ class GraphCollection:
                         queued.add(id(child))
                         queue.append((child, _concrete_args_from_call(child, seen_calls.get(id(child)))))
 
+    def _new_tracer(self, mod: nn.Module, prefix: str, anchor: Any, call: tuple[tuple, dict] | None
+                    ) -> RobustTracer:
+        """A RobustTracer, or with example inputs a ShapeAwareTracer (a child traced on its own
+        gets the example values seen at its call site)."""
+        if self.inputs is None:
+            return RobustTracer(prefix=prefix, leaf_types=self._leaf_types, classifier=self._classifier,
+                                default_anchor=anchor)
+        from fxscope.trace.shapes import ShapeAwareTracer, example_values_of_call
+
+        inputs = self.inputs if mod is self.model else example_values_of_call(mod, call)
+        return ShapeAwareTracer(inputs=inputs, prefix=prefix, leaf_types=self._leaf_types,
+                                classifier=self._classifier, default_anchor=anchor)
+
     def _traceable_children(self, m: nn.Module, tracer: RobustTracer) -> Iterator[nn.Module]:
         """Children worth tracing on their own: containers are looked through, leaves skipped."""
         for child in m.children():
@@ -206,8 +221,10 @@ class GraphCollection:
 
 def recursive_trace(model: nn.Module, concrete_args: dict[str, Any] | None = None, *,
                     is_user_file: Callable[[str], bool] | None = None,
-                    leaf_types: tuple[type, ...] = ()) -> GraphCollection:
-    """Trace ``model`` and all failing submodules' children; return the collection."""
-    gc = GraphCollection(is_user_file=is_user_file, leaf_types=leaf_types)
+                    leaf_types: tuple[type, ...] = (),
+                    inputs: Mapping[str, Any] | None = None) -> GraphCollection:
+    """Trace ``model`` and all failing submodules' children; return the collection. With
+    ``inputs`` (forward parameter -> example tensor), tracing is shape-aware."""
+    gc = GraphCollection(is_user_file=is_user_file, leaf_types=leaf_types, inputs=inputs)
     gc.recursive_trace(model, concrete_args)
     return gc

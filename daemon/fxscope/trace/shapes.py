@@ -1,0 +1,458 @@
+"""Shape-aware tracing: proxies carry example values computed on the meta device.
+
+With example inputs, every traced op is also run on meta tensors (no real memory), so each node
+knows its value's shape and dtype, and shape questions (``x.size(0)``, ``len(x)``,
+``x.dim() == 2``, ``for h in x.unbind(0)``, ``range(x.shape[0])``) have concrete answers. Where
+Python needs such an answer (a bool, a length, an index), tracing continues with it, the graph is
+specialised to the example shapes, and an FXS501 info finding marks the expression. Questions
+about tensor *values* (``if x.sum() > 0``) stay unanswerable: FXS101 as without inputs.
+
+>>> import torch
+>>> class Net(torch.nn.Module):
+...     def forward(self, x):
+...         if x.dim() == 2:
+...             x = x.unsqueeze(0)
+...         return [x[i] * 2 for i in range(x.shape[0])]
+>>> tracer = ShapeAwareTracer(inputs={"x": torch.empty(2, 3, device="meta")})
+>>> graph = tracer.trace(Net())
+>>> [f.code for f in tracer.findings.items()], [f.message for f in tracer.findings.items()][0]
+(['FXS501', 'FXS501'], 'specialised on x.dim() == 2; this graph is valid only for that shape')
+>>> [f"{n.name}: {format_value(n.meta['fxscope_shape'], n.meta['fxscope_dtype'])}"
+...  for n in graph.nodes if "fxscope_shape" in n.meta][-2:]
+['getitem_1: f32[2, 3]', 'mul: f32[2, 3]']
+"""
+
+from __future__ import annotations
+
+import inspect
+import operator
+import sys
+import types
+from contextlib import contextmanager
+from typing import Any, Callable, Iterator, Mapping
+
+import torch
+import torch.nn as nn
+from torch.fx import Node, Proxy
+
+from fxscope.trace.findings import Finding
+from fxscope.trace.frames import USER, frame_location
+from fxscope.trace.tracer import RobustTracer
+
+__all__ = ["ShapeAwareTracer", "describe", "format_value", "short_dtype", "example_values_of_call"]
+
+#: Node meta key of the example value (a meta tensor, or a plain Python value such as an int).
+VALUE_KEY = "fxscope_val"
+SHAPE_KEY = "fxscope_shape"
+DTYPE_KEY = "fxscope_dtype"
+
+_UNKNOWN = object()
+_META = torch.device("meta")
+
+_SHORT_DTYPES = {
+    torch.float32: "f32", torch.float64: "f64", torch.float16: "f16", torch.bfloat16: "bf16",
+    torch.int64: "i64", torch.int32: "i32", torch.int16: "i16", torch.int8: "i8", torch.uint8: "u8",
+    torch.bool: "bool", torch.complex64: "c64", torch.complex128: "c128",
+}
+
+_BINARY = {
+    operator.eq: "==", operator.ne: "!=", operator.lt: "<", operator.le: "<=", operator.gt: ">",
+    operator.ge: ">=", operator.add: "+", operator.sub: "-", operator.mul: "*", operator.truediv: "/",
+    operator.floordiv: "//", operator.mod: "%", operator.pow: "**", operator.and_: "&",
+    operator.or_: "|", operator.matmul: "@",
+}
+_NEGATED = {"==": "!=", "!=": "==", "<": ">=", ">=": "<", ">": "<=", "<=": ">"}
+
+_BOOL_HINT = ("To support other shapes, compute both branches and select with `torch.where`; to "
+              "state the assumption explicitly, use `torch._check(...)`.")
+_SIZE_HINT = ("To stay shape-generic, keep sizes as tensor ops (`x.size(0)` passed straight to "
+              "torch calls, `torch.arange`, `x.unbind`, `x.reshape`) instead of Python numbers.")
+
+
+def short_dtype(dtype: torch.dtype) -> str:
+    """``torch.float32`` -> ``f32`` (the dtype's name for others)."""
+    return _SHORT_DTYPES.get(dtype) or str(dtype).removeprefix("torch.")
+
+
+def format_value(shape: Any, dtype: str | None) -> str:
+    """``f32[2, 16, 64]`` from a shape and a short dtype."""
+    return f"{dtype or '?'}[{', '.join(str(d) for d in shape)}]"
+
+
+def describe(arg: Any, depth: int = 0) -> str:
+    """Source-like text for the expression a node (or constant) stands for: ``x.size(0)``,
+    ``x.shape[-1] != 8``; the node's name when it is long or deep."""
+    if isinstance(arg, Proxy):
+        arg = arg.node
+    if not isinstance(arg, Node):
+        if isinstance(arg, slice):
+            parts = ["" if v is None else describe(v, depth + 1) for v in (arg.start, arg.stop)]
+            text = ":".join(parts)
+            return text + (f":{describe(arg.step, depth + 1)}" if arg.step is not None else "")
+        if isinstance(arg, tuple):
+            return "(" + ", ".join(describe(a, depth + 1) for a in arg) + ("," if len(arg) == 1 else "") + ")"
+        if isinstance(arg, torch.dtype):
+            return str(arg)
+        return repr(arg)
+    node = arg
+    if depth > 4:
+        return node.name
+    args = node.args
+    text: str
+    if node.op == "placeholder":
+        text = str(node.target).lstrip("*")
+    elif node.op == "get_attr":
+        text = f"self.{node.target}"
+    elif node.op == "call_method":
+        rest = ", ".join([describe(a, depth + 1) for a in args[1:]]
+                         + [f"{k}={describe(v, depth + 1)}" for k, v in node.kwargs.items()])
+        text = f"{describe(args[0], depth + 1)}.{node.target}({rest})"
+    elif node.op == "call_function" and node.target is getattr and len(args) == 2:
+        text = f"{describe(args[0], depth + 1)}.{args[1]}"
+    elif node.op == "call_function" and node.target is operator.getitem and len(args) == 2:
+        index = args[1]
+        inner = (", ".join(describe(i, depth + 1) for i in index) if isinstance(index, tuple)
+                 else describe(index, depth + 1))
+        text = f"{describe(args[0], depth + 1)}[{inner}]"
+    elif node.op == "call_function" and node.target in _BINARY and len(args) == 2:
+        text = f"{_operand(args[0], depth)} {_BINARY[node.target]} {_operand(args[1], depth)}"
+    elif node.op == "call_function" and node.target is operator.not_:
+        text = f"not {_operand(args[0], depth)}"
+    else:
+        name = getattr(node.target, "__name__", str(node.target))
+        if node.op == "call_module":
+            name = f"self.{node.target}"
+        rest = ", ".join([describe(a, depth + 1) for a in args]
+                         + [f"{k}={describe(v, depth + 1)}" for k, v in node.kwargs.items()])
+        text = f"{name}({rest})"
+    return text if len(text) <= 80 else node.name
+
+
+def _operand(arg: Any, depth: int) -> str:
+    text = describe(arg, depth + 1)
+    node = arg.node if isinstance(arg, Proxy) else arg
+    if isinstance(node, Node) and node.op == "call_function" and node.target in _BINARY:
+        return f"({text})"
+    return text
+
+
+def _condition(node: Node, value: bool) -> str:
+    """The condition that held, as text: ``x.dim() == 2`` or its negation."""
+    if node.op == "call_function" and node.target in _BINARY and len(node.args) == 2:
+        op = _BINARY[node.target]
+        if op in _NEGATED:
+            if not value:
+                op = _NEGATED[op]
+            return f"{_operand(node.args[0], 0)} {op} {_operand(node.args[1], 0)}"
+    text = describe(node)
+    return text if value else f"not {_operand(node, 0)}"
+
+
+def _unknown_in(value: Any) -> bool:
+    if value is _UNKNOWN:
+        return True
+    if isinstance(value, (list, tuple)):
+        return any(_unknown_in(v) for v in value)
+    if isinstance(value, dict):
+        return any(_unknown_in(v) for v in value.values())
+    return False
+
+
+class _MetaArgs:
+    """Maps traced arguments to their example values (devices to meta) for one op."""
+
+    def __init__(self, tracer: "ShapeAwareTracer") -> None:
+        self.tracer = tracer
+
+    def __call__(self, arg: Any) -> Any:
+        if isinstance(arg, Proxy):
+            return arg.node.meta.get(VALUE_KEY, _UNKNOWN)
+        if isinstance(arg, Node):
+            return arg.meta.get(VALUE_KEY, _UNKNOWN)
+        if isinstance(arg, torch.Tensor):
+            return arg if arg.device == _META else _to_meta(arg)
+        if isinstance(arg, torch.device):
+            return _META
+        if isinstance(arg, tuple):
+            values = tuple(self(a) for a in arg)
+            return type(arg)(*values) if hasattr(arg, "_fields") else values
+        if isinstance(arg, list):
+            return [self(a) for a in arg]
+        if isinstance(arg, dict):
+            return {k: self(v) for k, v in arg.items()}
+        return arg
+
+
+def _to_meta(t: torch.Tensor) -> torch.Tensor:
+    return torch.empty_strided(t.size(), t.stride(), dtype=t.dtype, device=_META)
+
+
+def _meta_device_kwargs(kwargs: dict[str, Any]) -> dict[str, Any]:
+    if isinstance(kwargs.get("device"), (str, torch.device)):
+        kwargs = dict(kwargs, device=_META)
+    return kwargs
+
+
+class ShapeAwareTracer(RobustTracer):
+    """A :class:`RobustTracer` whose proxies carry example values (meta tensors, shapes, ints).
+
+    Args:
+        inputs: forward parameter name -> example value: a tensor (any device; only its shape,
+            dtype and strides are used) or a plain Python value. Parameters without an example
+            and not in ``concrete_args`` keep their default value (like a concrete arg) when
+            they have one, and are unknown placeholders otherwise.
+        device: the device shape questions report for inputs (``x.device``); ops run on meta.
+        **kwargs: as for :class:`RobustTracer`.
+
+    Nodes get ``meta["fxscope_val"]`` (the example value), and tensors also
+    ``meta["fxscope_shape"]`` (a tuple) and ``meta["fxscope_dtype"]`` (``f32``).
+    """
+
+    def __init__(self, *, inputs: Mapping[str, Any], device: str = "cpu", **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.example_inputs: dict[str, Any] = {
+            name: _to_meta(v) if isinstance(v, torch.Tensor) and v.device != _META else v
+            for name, v in inputs.items()
+        }
+        self.report_device = torch.device(device)
+        self._meta_depth = 0
+        self._meta_args = _MetaArgs(self)
+        self._module_params: dict[int, dict[str, torch.Tensor] | None] = {}
+
+    # ------------------------------------------------------------------ tracing
+    def trace(self, root: nn.Module | Callable[..., Any], concrete_args: dict[str, Any] | None = None) -> Any:
+        """Like :meth:`RobustTracer.trace`; parameters with neither an example input nor a
+        concrete arg keep their (non-tensor) default."""
+        fn = type(root).forward if isinstance(root, nn.Module) else root
+        try:
+            sig = inspect.signature(inspect.unwrap(fn))
+        except (TypeError, ValueError):
+            sig = None
+        if sig is not None and not isinstance(concrete_args, tuple):
+            merged = dict(concrete_args or {})
+            for p in sig.parameters.values():
+                if (p.name == "self" or p.name in merged or p.name in self.example_inputs
+                        or p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) or p.default is p.empty
+                        or isinstance(p.default, torch.Tensor)):
+                    continue
+                merged[p.name] = p.default
+            concrete_args = merged or concrete_args
+        with _index_hook():
+            return super().trace(root, concrete_args)
+
+    def create_proxy(self, kind: str, target: Any, args: tuple, kwargs: dict, name: str | None = None,
+                     type_expr: Any | None = None, proxy_factory_fn: Callable[[Node], Proxy] | None = None
+                     ) -> Proxy:
+        """Like fx, and computes the node's example value on the meta device."""
+        proxy = super().create_proxy(kind, target, args, kwargs, name, type_expr, proxy_factory_fn)
+        node = proxy.node
+        value = self._example_value(kind, target, args, kwargs)
+        if value is not _UNKNOWN:
+            meta = node.meta
+            meta[VALUE_KEY] = value
+            if isinstance(value, torch.Tensor):
+                meta[SHAPE_KEY] = tuple(int(d) for d in value.shape)
+                meta[DTYPE_KEY] = short_dtype(value.dtype)
+        return proxy
+
+    def _example_value(self, kind: str, target: Any, args: tuple, kwargs: dict) -> Any:
+        if kind == "placeholder":
+            return self.example_inputs.get(str(target).lstrip("*"), _UNKNOWN)
+        if kind == "output":
+            return _UNKNOWN
+        self._meta_depth += 1
+        try:
+            return self._run_on_meta(kind, target, args, kwargs)
+        except Exception:  # no meta kernel, value-dependent code, or a bug in the model
+            return _UNKNOWN
+        finally:
+            self._meta_depth -= 1
+
+    def _run_on_meta(self, kind: str, target: Any, args: tuple, kwargs: dict) -> Any:
+        if kind == "get_attr":
+            value: Any = self.root
+            for part in str(target).split("."):
+                value = getattr(value, part)
+            if isinstance(value, torch.Tensor):
+                return value if value.device == _META else _to_meta(value)
+            return _UNKNOWN
+        meta_args = self._meta_args(args)
+        meta_kwargs = self._meta_args(kwargs)
+        if _unknown_in(meta_args) or _unknown_in(meta_kwargs):
+            return _UNKNOWN
+        meta_kwargs = _meta_device_kwargs(meta_kwargs)
+        with torch.device(_META):
+            if kind == "call_function":
+                if target is getattr and len(meta_args) == 2 and meta_args[1] == "device" \
+                        and isinstance(meta_args[0], torch.Tensor):
+                    return self.report_device
+                result = target(*meta_args, **meta_kwargs)
+            elif kind == "call_method":
+                self_value, *rest = meta_args
+                if target in ("cpu", "cuda") and isinstance(self_value, torch.Tensor):
+                    result = self_value
+                else:
+                    if target == "to":
+                        rest = [_META if isinstance(a, str) and _is_device(a) else a for a in rest]
+                    result = getattr(self_value, target)(*rest, **meta_kwargs)
+            elif kind == "call_module":
+                result = self._run_module(self.root.get_submodule(str(target)), meta_args, meta_kwargs)
+            else:
+                return _UNKNOWN
+        return self._as_meta(result)
+
+    def _run_module(self, module: nn.Module, args: Any, kwargs: dict[str, Any]) -> Any:
+        params = self._module_params.get(id(module), _UNKNOWN)
+        if params is _UNKNOWN:
+            tensors = dict(module.named_parameters())
+            tensors.update(module.named_buffers())
+            on_meta = all(t.device == _META for t in tensors.values())
+            params = self._module_params[id(module)] = (
+                None if on_meta else {k: _to_meta(t) for k, t in tensors.items()})
+        if params is None:
+            return module(*args, **kwargs)
+        return torch.func.functional_call(module, params, tuple(args), kwargs)
+
+    def _as_meta(self, value: Any) -> Any:
+        if isinstance(value, torch.Tensor):
+            return value if value.device == _META else _to_meta(value)
+        if isinstance(value, (Proxy, Node)) or inspect.isgenerator(value):
+            return _UNKNOWN
+        if isinstance(value, (tuple, list)) and any(isinstance(v, (Proxy, Node)) for v in value):
+            return _UNKNOWN
+        return value
+
+    # while computing example values, module calls and attribute reads run plainly
+    def call_module(self, m: nn.Module, forward: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
+        """Like :meth:`RobustTracer.call_module`; a plain call while computing example values."""
+        if self._meta_depth:
+            return forward(*args, **kwargs)
+        return super().call_module(m, forward, args, kwargs)
+
+    def getattr(self, attr: str, attr_val: Any, parameter_proxy_cache: dict[str, Any]) -> Any:
+        """Like :meth:`RobustTracer.getattr`; the plain attribute while computing example values."""
+        if self._meta_depth:
+            return attr_val
+        return super().getattr(attr, attr_val, parameter_proxy_cache)
+
+    # ------------------------------------------------------------------ answers (FXS501)
+    @staticmethod
+    def example_value(obj: Any) -> Any:
+        """The example value of a proxy (``None`` when unknown)."""
+        node = obj.node if isinstance(obj, Proxy) else obj
+        if not isinstance(node, Node):
+            return None
+        value = node.meta.get(VALUE_KEY, _UNKNOWN)
+        return None if value is _UNKNOWN else value
+
+    def to_bool(self, obj: Proxy) -> bool:
+        """A condition on shapes is answered (FXS501); on values it stays FXS101."""
+        value = self.example_value(obj)
+        if isinstance(value, (bool, int, float, torch.Size, tuple, list, torch.dtype, torch.device, str)):
+            result = bool(value)
+            self._specialise(f"specialised on {_condition(obj.node, result)}", _BOOL_HINT, sys._getframe(1))
+            return result
+        return super().to_bool(obj)
+
+    def iter(self, obj: Proxy) -> Iterator:
+        """Iteration over a value of known length is unrolled (FXS501)."""
+        n = _length(self.example_value(obj))
+        if n is None:
+            return super().iter(obj)
+        self._specialise(f"specialised on len({describe(obj)}) == {n}", _SIZE_HINT, sys._getframe(1))
+        return iter([obj[i] for i in range(n)])
+
+    def concrete_answer(self, obj: Proxy, question: str, start: types.FrameType | None) -> Any:
+        """``len``/``integer``/``float`` of a value with a known shape-derived answer (FXS501),
+        else None."""
+        value = self.example_value(obj)
+        if question == "len":
+            n = _length(value)
+            if n is None:
+                return None
+            self._specialise(f"specialised on len({describe(obj)}) == {n}", _SIZE_HINT, start)
+            return n
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            return None
+        answer = float(value) if question == "float" else int(value) if question == "integer" else None
+        if answer is None or (question == "integer" and answer != value):
+            return None
+        self._specialise(f"specialised on {describe(obj)} == {value!r}", _SIZE_HINT, start)
+        return answer
+
+    def _specialise(self, message: str, hint: str, start: types.FrameType | None) -> None:
+        """Record FXS501 at the first model frame from ``start`` outwards (the module is not
+        failed: the graph goes on, specialised)."""
+        frames = list(self.classifier.model_frames(start, self._entry_frame))
+        if not frames:
+            return  # asked by torch itself: nothing in the model's code to point at
+        loc = frame_location(frames[0])
+        anchor = None
+        if self.classifier.kind(frames[0].f_code) != USER:
+            user = next((f for f in frames if self.classifier.kind(f.f_code) == USER), None)
+            anchor = frame_location(user) if user is not None else self.default_anchor
+        related = [frame_location(f) for f in reversed(frames[1:9])]
+        scopes = [self._calls[-1].scope] if self._calls else []
+        self.findings.add(Finding("FXS501", f"{message}; this graph is valid only for that shape",
+                                  loc, hint, anchor, related, scopes))
+
+
+def _proxy_index(self: Proxy) -> int:
+    """``Proxy.__index__`` in shape-aware mode: a known integer answers (FXS501), else fx's
+    TypeError (the question stays a finding)."""
+    answer = getattr(self.tracer, "concrete_answer", None)
+    known = answer(self, "integer", sys._getframe(1)) if answer is not None else None
+    if known is None:
+        raise TypeError("'Proxy' object cannot be interpreted as an integer")
+    return known
+
+
+@contextmanager
+def _index_hook() -> Iterator[None]:
+    original = Proxy.__dict__.get("__index__")
+    Proxy.__index__ = _proxy_index  # type: ignore[attr-defined]
+    try:
+        yield
+    finally:
+        if original is None:
+            del Proxy.__index__
+        else:
+            Proxy.__index__ = original  # type: ignore[attr-defined]
+
+
+def _length(value: Any) -> int | None:
+    if isinstance(value, (torch.Size, tuple, list)):
+        return len(value)
+    if isinstance(value, torch.Tensor) and value.dim() > 0:
+        return int(value.shape[0])
+    return None
+
+
+def _is_device(text: str) -> bool:
+    try:
+        torch.device(text)
+    except (RuntimeError, TypeError):
+        return False
+    return True
+
+
+def example_values_of_call(module: nn.Module, call: tuple[tuple, dict] | None) -> dict[str, Any]:
+    """Example values of the traced arguments at ``module``'s call site, by forward parameter
+    name (for tracing a child of a failed module on its own)."""
+    if call is None:
+        return {}
+    args, kwargs = call
+    try:
+        sig = inspect.signature(inspect.unwrap(type(module).forward))
+    except (TypeError, ValueError):
+        return {}
+    params = [p for p in sig.parameters.values() if p.name != "self"]
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    pairs = list(zip([p.name for p in positional], args)) + list(kwargs.items())
+    out: dict[str, Any] = {}
+    for name, value in pairs:
+        if isinstance(value, Proxy):
+            known = ShapeAwareTracer.example_value(value)
+            if known is not None:
+                out[name] = known
+    return out
