@@ -27,6 +27,9 @@ def _proxy_len(self: Proxy) -> int:
     tracer = _tracer_of(self)
     if tracer is None:
         return _ORIGINAL["__len__"](self)
+    known = tracer.concrete_answer(self, "len", sys._getframe(1))
+    if known is not None:
+        return known
     tracer._report("FXS103", None, start=sys._getframe(1),
                    message_fn=lambda loc: f"`len()` of a traced value in {quoted(loc, 'this expression')}; "
                    "its length is unknown while tracing")
@@ -38,6 +41,9 @@ def _number_hook(kind: str, placeholder: Any) -> Callable[[Proxy], Any]:
         tracer = _tracer_of(self)
         if tracer is None:
             raise TypeError(f"'Proxy' object cannot be interpreted as {kind}")
+        known = tracer.concrete_answer(self, kind, sys._getframe(1))
+        if known is not None:
+            return known
         tracer._report("FXS104", None, start=sys._getframe(1),
                        message_fn=lambda loc: f"a traced value is used as a Python {kind} in "
                        f"{quoted(loc, 'this expression')}; its value is unknown while tracing")

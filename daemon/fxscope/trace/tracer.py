@@ -574,6 +574,12 @@ class RobustTracer(Tracer):
         self._site_visits[key] = visits + 1
         return visits % 2 == 0
 
+    def concrete_answer(self, obj: Proxy, question: str, start: types.FrameType | None) -> Any:
+        """The answer to ``len()``/``int()``/``float()``/index (``question``: ``"len"``,
+        ``"integer"``, ``"float"``) of ``obj`` when this tracer knows it, else None (then the
+        question is a finding). Only shape-aware tracers know answers."""
+        return None
+
     def iter(self, obj: Proxy) -> Iterator:
         """Record FXS102 and iterate over one element."""
         self._report(
