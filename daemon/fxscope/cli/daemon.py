@@ -393,6 +393,7 @@ def check_via_daemon(root: Path, args: argparse.Namespace, paths: list[Path] | N
         "graphs": bool(getattr(args, "graphs", False)),
         "shard": list(args.shard) if getattr(args, "shard", None) else None,
         "no_cache": bool(getattr(args, "no_cache", False)),
+        "retry_faults": bool(getattr(args, "retry_faults", False)),
         "client": {"version": __version__, "python": sys.executable},
     }
     for attempt in range(3):
@@ -736,7 +737,8 @@ class _Server:
             try:
                 report = self.engine.check([Path(p) for p in paths] if paths else None,
                                            graphs=bool(message.get("graphs")), shard=shard,
-                                           use_cache=not message.get("no_cache"))
+                                           use_cache=not message.get("no_cache"),
+                                           retry_faults=bool(message.get("retry_faults")))
             finally:
                 warnings, self._warnings = self._warnings, None
             self.checks += 1

@@ -63,6 +63,8 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--graphs", action="store_true", help="include every FX graph in --format json")
     check.add_argument("--color", choices=("auto", "always", "never"), default="auto")
     check.add_argument("--daemon", action="store_true", help="ask the warm background daemon (starts it if needed)")
+    check.add_argument("--retry-faults", action="store_true",
+                       help="trace again the targets whose cached result is a timeout or crash")
 
     graph = sub.add_parser("graph", parents=[common], help="print the FX graph(s) of a target")
     graph.add_argument("target", help="target id (path/file.py::Class or a factory name), or a unique class name")
@@ -129,7 +131,7 @@ def _run_check(args: argparse.Namespace, root: Path, config: Any) -> dict[str, A
             progress.update(ev.done, ev.total, ev.target)
 
         return engine.check(paths, graphs=args.graphs, shard=args.shard, on_progress=on_progress,
-                            use_cache=not args.no_cache)
+                            use_cache=not args.no_cache, retry_faults=args.retry_faults)
 
 
 def cmd_check(args: argparse.Namespace) -> int:

@@ -25,7 +25,7 @@ from typing import Any, Callable, Iterable, Union
 
 from fxscope import __version__
 from fxscope.cache import FileHasher, ResultCache, hash_json, hash_text
-from fxscope.engine.faults import fault_result, is_cacheable_fault
+from fxscope.engine.faults import fault_result, is_cacheable_fault, is_fault_body
 from fxscope.engine.results import TargetResult, relativize, skipped_result
 from fxscope.project.config import Config, load_config
 from fxscope.model import Snapshot
@@ -124,7 +124,8 @@ class Engine:
     def adopt_workers(self, other: "Engine") -> bool:
         """Take over ``other``'s warm worker pool when it fits (same ``preload`` and width), so a
         configuration change does not pay torch's start-up again; ``other`` loses it."""
-        if other.config.preload != self.config.preload or other.workers != self.workers:
+        if (other.config.preload != self.config.preload or other.workers != self.workers
+                or other.config.python_path != self.config.python_path or other.root != self.root):
             return False
         with other._lock, self._lock:
             if other._pool is None or self._pool is not None:
@@ -140,7 +141,10 @@ class Engine:
                 from fxscope.worker.pool import WorkerPool
 
                 log = self.cache_directory / "worker.log"
-                self._pool = WorkerPool(preload=self.config.preload, max_workers=self.workers, log_path=log)
+                # python-path is on the zygote's sys.path before preload runs (a workspace package
+                # is never shadowed by an installed copy); root: it lists the files preload imported
+                self._pool = WorkerPool(preload=self.config.preload, max_workers=self.workers, log_path=log,
+                                        sys_path=[str(p) for p in self.config.python_path], root=self.root)
             return self._pool
 
     @property
@@ -228,7 +232,8 @@ class Engine:
             discovery: Discovery | None = None,
             on_result: Callable[[TargetResult], None] | None = None,
             cancel: Cancel = None, use_cache: bool = True,
-            on_cancelled: Callable[[Target], None] | None = None) -> list[TargetResult]:
+            on_cancelled: Callable[[Target], None] | None = None,
+            retry_faults: bool = False) -> list[TargetResult]:
         """Results for ``targets`` under the buffers of ``overlays`` (an immutable snapshot, or
         absolute path -> text): from the cache when every recorded file is unchanged, else traced
         in workers (in parallel).
@@ -239,7 +244,10 @@ class Engine:
         keeps it (the session's store, the cache), it is never replaced by a partial one.
 
         A result's ``cached`` is true when it came from the cache (nothing was run); skipped
-        targets (FXS405) are cached like traced ones, keyed by their class's file and imports."""
+        targets (FXS405) are cached like traced ones, keyed by their class's file and imports.
+        Faults (timeouts, crashes) are cached like any result: an unchanged workspace never pays
+        a timeout twice; ``retry_faults`` runs the targets whose cached result is a fault again
+        (``fxscope check --retry-faults``, the server's re-trace command)."""
         view = self._overlays(overlays)
         digests = view.digests
         abs_overlays = view.texts
@@ -251,6 +259,8 @@ class Engine:
         warned: set[str] = set()
         for t in targets:
             hit = self.cache.lookup(t.id, self.context, current) if use_cache else None
+            if hit is not None and retry_faults and is_fault_body(hit.payload):
+                hit = None
             if hit is not None and bool(hit.payload.get("status") == "skipped") == t.needs_args:
                 r = TargetResult(t, hit.payload, cached=True)
                 self._warn(r.body, warned)  # e.g. a bad leaf-modules entry: said on every check
@@ -268,6 +278,7 @@ class Engine:
                 on_result(r)
         if not misses:
             return results
+        preload_deps = self._preload_deps()
         done: "queue.Queue[tuple[Target, Any, float]]" = queue.Queue()
         handles: dict[str, tuple[Target, Any]] = {}
         for t in misses:
@@ -289,7 +300,7 @@ class Engine:
                 if on_cancelled:
                     on_cancelled(t)
                 continue
-            r = self._result_from_raw(t, raw, handle, start, discovery, warned, digests)
+            r = self._result_from_raw(t, raw, handle, start, discovery, warned, digests, preload_deps)
             results.append(r)
             if on_result:
                 on_result(r)
@@ -308,6 +319,21 @@ class Engine:
         for tid in stale:
             handles.pop(tid)[1].cancel()
 
+    def _preload_deps(self) -> dict[str, str]:
+        """The workspace files ``preload`` imported into the zygote (root-relative path -> hash of
+        the source it ran), a dependency of every result traced from it. When one has changed
+        since, the zygote is restarted first, so no child runs the old code."""
+        if not self.config.preload:
+            return {}
+        pool = self.pool
+        info = pool.ensure_started()
+        files = dict(info.get("preload_files") or {})
+        if any(self._current_hash(rel) != digest for rel, digest in files.items()):
+            pool.restart()
+            info = pool.ensure_started()
+            files = dict(info.get("preload_files") or {})
+        return files
+
     def _current_hash(self, rel: str, digests: Mapping[str, str] | None = None) -> str:
         """The hash a cached dependency must still have: the file's, or ``ABSENT`` when it does not
         exist (a module that failed to import because it was missing; ``dir/`` names a package
@@ -318,7 +344,8 @@ class Engine:
 
     def _result_from_raw(self, t: Target, raw: dict[str, Any], handle: Any, start: float,
                          discovery: Discovery | None, warned: set[str] | None = None,
-                         digests: Mapping[str, str] | None = None) -> TargetResult:
+                         digests: Mapping[str, str] | None = None,
+                         preload_deps: Mapping[str, str] | None = None) -> TargetResult:
         duration = getattr(handle, "duration_ms", None) or (time.perf_counter() - start) * 1000
         fallback = {"file": str(self.root / t.file) if t.file else str(self.root), "line": max(t.line, 1)}
         if "fault" in raw:
@@ -338,6 +365,8 @@ class Engine:
         if isinstance(output, str) and len(output) > OUTPUT_KEPT:
             body["output"] = "... [output truncated] ...\n" + output[-OUTPUT_KEPT:]
         self._warn(body, warned)
+        if preload_deps:
+            deps.update(preload_deps)
         if cacheable and deps:
             self.cache.store(t.id, self.context, deps, body)
         return TargetResult(t, body, cached=False, duration_ms=duration)
@@ -354,7 +383,7 @@ class Engine:
               shard: tuple[int, int] | None = None, target_ids: Iterable[str] | None = None,
               overlays: Mapping[str, str] | Snapshot | None = None,
               on_progress: Callable[[ProgressEvent], None] | None = None,
-              cancel: Cancel = None, use_cache: bool = True) -> dict[str, Any]:
+              cancel: Cancel = None, use_cache: bool = True, retry_faults: bool = False) -> dict[str, Any]:
         """Check the workspace (or ``paths``) under the buffers of ``overlays`` (an immutable
         snapshot, or absolute path -> text) and return the version-1 report dict."""
         started = time.perf_counter()
@@ -369,7 +398,7 @@ class Engine:
                 on_progress(ProgressEvent(counter[0], total, r.target.id, r.cached))
 
         results = self.run(targets, overlays=overlays, discovery=discovery, on_result=progress,
-                           cancel=cancel, use_cache=use_cache)
+                           cancel=cancel, use_cache=use_cache, retry_faults=retry_faults)
         results = _drop_covered_skips(results)
         file_errors = discovery.file_errors
         if paths is not None:

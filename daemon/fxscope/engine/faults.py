@@ -13,7 +13,7 @@ from typing import Any
 
 from fxscope.trace.codes import finding_dict
 
-__all__ = ["fault_result", "is_cacheable_fault"]
+__all__ = ["fault_result", "is_cacheable_fault", "is_fault_body"]
 
 
 def _innermost_user_frame(frames: list[dict[str, Any]], root: str) -> dict[str, Any] | None:
@@ -26,7 +26,8 @@ def _innermost_user_frame(frames: list[dict[str, Any]], root: str) -> dict[str, 
 
 
 def fault_result(fault: dict[str, Any], fallback: dict[str, Any], root: str) -> dict[str, Any]:
-    """A target result body (status ``error``) for a worker fault dict."""
+    """A target result body (status ``error``) for a worker fault dict; its ``fault`` key names the
+    kind (``timeout``, ``crash``, ``exit``, ``exception``) so a cached fault can be retried."""
     kind = fault.get("fault")
     output = fault.get("output") or ""
     if kind == "timeout":
@@ -36,7 +37,8 @@ def fault_result(fault: dict[str, Any], fallback: dict[str, Any], root: str) -> 
         finding = finding_dict("FXS403", f"tracing did not finish within {fault.get('timeout')} s{where}", **loc)
     elif kind == "exit":
         loc = _innermost_user_frame(fault.get("traceback") or [], root) or fallback
-        finding = finding_dict("FXS404", f"model code called sys.exit({fault.get('exit_code')!r}); the tracing "
+        code = fault["message"] if isinstance(fault.get("message"), str) else fault.get("exit_code")
+        finding = finding_dict("FXS404", f"model code called sys.exit({code!r}); the tracing "
                            "process ended", **loc)
     elif kind == "crash":
         loc = _innermost_user_frame(fault.get("stack") or [], root) or fallback
@@ -59,24 +61,28 @@ def fault_result(fault: dict[str, Any], fallback: dict[str, Any], root: str) -> 
         finding = finding_dict("FXS404", text, **loc)
     else:
         finding = finding_dict("FXS404", f"the tracing process failed ({kind})", **fallback)
-    body: dict[str, Any] = {"status": "error", "modules": [], "nodes": 0, "findings": [finding], "files": {}}
+    body: dict[str, Any] = {"status": "error", "modules": [], "nodes": 0, "findings": [finding], "files": {},
+                            "fault": str(kind)}
     if output:
         body["output"] = output
     return body
 
 
 def is_cacheable_fault(fault: dict[str, Any]) -> bool:
-    """Deterministic faults are cached: crashes (but SIGKILL), exits, uncaught exceptions, and
-    timeouts of a child that was busy computing for most of the time (``while True: pass``). A
-    timeout of a child that mostly waited (for a lock, the network, a starved CPU) may not repeat,
-    and cancellations depend on the caller: those are traced again next time."""
+    """Every outcome of the target's own process is cached like a result: timeouts (whether the
+    child was busy or waiting), crashes, exits and uncaught exceptions, so an unchanged workspace
+    never pays a timeout twice; an edit of a recorded dependency or ``retry_faults`` runs it again.
+    Not cached: cancellations (they depend on the caller) and the worker itself dying or failing
+    to start (neither a signal nor an exit status of the job's process is known: nothing was
+    learnt about the model)."""
     kind = fault.get("fault")
-    if kind in ("exit", "exception"):
+    if kind in ("exit", "exception", "timeout"):
         return True
-    if kind == "crash":  # a signal or exit status of the job's own process; not SIGKILL (the OOM
-        # killer, a user), nor the worker itself dying (neither signal nor status is known)
-        return fault.get("exit_code") is not None or fault.get("signal") not in (None, 9)
-    if kind == "timeout":
-        cpu, limit = fault.get("cpu_s"), fault.get("timeout")
-        return isinstance(cpu, (int, float)) and isinstance(limit, (int, float)) and cpu >= 0.5 * limit
+    if kind == "crash":
+        return fault.get("exit_code") is not None or fault.get("signal") is not None
     return False
+
+
+def is_fault_body(body: dict[str, Any]) -> bool:
+    """Whether a (cached) result body came from a fault, i.e. what ``retry_faults`` re-runs."""
+    return bool(body.get("fault"))

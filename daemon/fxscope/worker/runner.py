@@ -188,6 +188,10 @@ def run_trace_job(job: dict[str, Any]) -> dict[str, Any]:
     """Import, build and trace one target; see the module docstring for the shapes."""
     import torch
 
+    # Parallelism comes from the pool's workers: one intra-op thread per child (set here, in the
+    # forked child; the zygote never runs a torch op, OpenMP state does not survive fork).
+    torch.set_num_threads(1)
+
     from fxscope.trace.analysis import analyze
     from fxscope.trace.build import BuildError, build_model
 

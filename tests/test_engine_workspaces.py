@@ -1,0 +1,222 @@
+"""What real repositories hit, each from a small workspace: a workspace package in `preload` (and
+an installed copy of it), edits of preloaded modules, hangs that must not be paid twice, the
+trace children's thread count, classes that are not targets or need constructor arguments."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+from engine_support import locate, run_check, write_tree
+
+from fxscope.engine import Engine
+
+LAYERS = """
+    import torch
+    from torch import nn
+
+
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(4, 4)
+
+        def forward(self, x):
+            if x.sum() > 0:  # MARK branch
+                x = x * 2
+            return self.fc(x)
+    """
+
+PRELOADED = {
+    "pyproject.toml": """
+        [tool.fxscope]
+        python-path = ["src"]
+        preload = ["pkg.layers"]
+        timeout = 60
+        """,
+    "src/pkg/__init__.py": "",
+    "src/pkg/layers.py": LAYERS,
+    "src/pkg/models.py": """
+        from torch import nn
+
+        from pkg.layers import Block
+
+
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.block = Block()
+
+            def forward(self, x):
+                return self.block(x)
+        """,
+}
+
+# An installed copy of the same package, earlier than the workspace on the default sys.path.
+INSTALLED = {
+    "pkg/__init__.py": "",
+    "pkg/layers.py": """
+        from torch import nn
+
+
+        class Block(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = nn.Linear(4, 4)
+
+            def forward(self, x):
+                return self.fc(x)
+        """,
+}
+
+
+def _findings(report: dict, code: str) -> list[dict]:
+    return [f for f in report["findings"] if f["code"] == code]
+
+
+def test_preloaded_workspace_package_is_the_workspace_copy(tmp_path: Path, monkeypatch) -> None:
+    root, site = tmp_path / "ws", tmp_path / "site"
+    write_tree(root, PRELOADED)
+    write_tree(site, INSTALLED)
+    monkeypatch.setenv("PYTHONPATH", str(site))  # the zygote inherits it, like site-packages
+    warnings: list[str] = []
+    with Engine(root, on_warning=warnings.append) as engine:
+        report = engine.check()
+        info = engine.pool.info
+    assert info["preload"] == {"pkg.layers": None}, info["preload"]
+    assert set(info["preload_files"]) == {"src/pkg/__init__.py", "src/pkg/layers.py"}
+    [finding] = _findings(report, "FXS101")
+    line, _ = locate(root, "src/pkg/layers.py", "MARK branch")
+    assert (finding["file"], finding["line"]) == ("src/pkg/layers.py", line)
+    assert not [w for w in warnings if "preload" in w], warnings
+
+
+def test_editing_a_preloaded_module_retraces_with_the_new_code(tmp_path: Path) -> None:
+    write_tree(tmp_path, PRELOADED)
+    layers = tmp_path / "src/pkg/layers.py"
+    with Engine(tmp_path) as engine:  # one engine, one warm zygote: as in the server
+        first = engine.check()
+        assert _findings(first, "FXS101")
+        assert {t["id"]: t["status"] for t in first["targets"]}["src/pkg/models.py::Net"] != "traced"
+        assert engine.check()["summary"]["cached"] == 2
+        layers.write_text(layers.read_text().replace("if x.sum() > 0:", "if True:"))
+        second = engine.check()
+    assert second["summary"]["cached"] == 0, "results depend on the preloaded module"
+    assert _findings(second, "FXS101") == [], second["findings"]
+    assert {t["status"] for t in second["targets"]} == {"traced"}
+    with Engine(tmp_path) as engine:  # and a fresh process agrees, from the cache
+        third = engine.check()
+    assert third["summary"]["cached"] == 2 and _findings(third, "FXS101") == []
+
+
+HANGS = {
+    "pyproject.toml": """
+        [tool.fxscope]
+        timeout = 1
+        """,
+    "helper.py": """
+        PAUSE = 0.05
+        """,
+    "hangs.py": """
+        import time
+
+        from torch import nn
+
+        from helper import PAUSE
+
+
+        class Sleeper(nn.Module):
+            def forward(self, x):
+                while True:
+                    time.sleep(PAUSE)  # MARK idle
+                return x
+
+
+        class Fine(nn.Module):
+            def forward(self, x):
+                return x + 1
+        """,
+}
+
+
+def test_a_timeout_is_cached_retried_on_request_and_after_an_edit(tmp_path: Path) -> None:
+    write_tree(tmp_path, HANGS)
+    first = run_check(tmp_path)
+    [finding] = first.findings("hangs.py::Sleeper", "FXS403")
+    assert finding["line"] == locate(tmp_path, "hangs.py", "MARK idle")[0]
+
+    again = run_check(tmp_path)  # a mostly idle child: still never paid twice
+    assert again.uncached() == set()
+    assert again.report["findings"] == first.report["findings"]
+
+    retried = run_check(tmp_path, "--retry-faults")
+    assert retried.uncached() == {"hangs.py::Sleeper"}
+    assert retried.findings("hangs.py::Sleeper", "FXS403")
+
+    (tmp_path / "helper.py").write_text("PAUSE = 0.06\n")  # a recorded dependency of the fault
+    edited = run_check(tmp_path)
+    assert "hangs.py::Sleeper" in edited.uncached()  # (with Fine: hangs.py imports helper.py)
+
+
+def test_engine_retry_faults(tmp_path: Path) -> None:
+    write_tree(tmp_path, HANGS)
+    with Engine(tmp_path) as engine:
+        engine.check()
+        assert engine.check()["summary"]["cached"] == 2
+        report = engine.check(retry_faults=True)
+    assert {t["id"]: t["cached"] for t in report["targets"]} == {
+        "hangs.py::Fine": True, "hangs.py::Sleeper": False}
+
+
+def test_one_intra_op_thread_per_trace_child(tmp_path: Path) -> None:
+    write_tree(tmp_path, {"threads.py": """
+        import torch
+        from torch import nn
+
+
+        class Threads(nn.Module):
+            def __init__(self):
+                super().__init__()
+                print("intra-op threads:", torch.get_num_threads())
+
+            def forward(self, x):
+                return x
+        """})
+    with Engine(tmp_path, workers=1) as engine:
+        [result] = engine.run(engine.discover().targets)
+    assert "intra-op threads: 1\n" in result.body["output"]
+
+
+def test_main_guard_and_forwarding_constructors_through_the_cli(tmp_path: Path) -> None:
+    write_tree(tmp_path, {"demo.py": textwrap.dedent("""
+        import torch
+        from torch import nn
+
+
+        class Mixin:
+            def __init__(self, *args, **kwargs):
+                super().__init__(*args, **kwargs)
+
+
+        class Scaled(Mixin, nn.Linear):
+            def forward(self, x):
+                return super().forward(x) * 2
+
+
+        class Net(nn.Module):
+            def forward(self, x):
+                return x * 2
+
+
+        if __name__ == "__main__":
+            class Demo(nn.Module):
+                def forward(self, x):
+                    return x
+
+            print(Demo()(torch.ones(1)))
+        """)})
+    run = run_check(tmp_path)
+    assert set(run.targets) == {"demo.py::Scaled", "demo.py::Net"}
+    assert run.targets["demo.py::Scaled"]["status"] == "skipped"
+    assert [f["code"] for f in run.report["findings"]] == ["FXS405"]
+    assert "(*args, **kwargs)" in run.report["findings"][0]["message"]
