@@ -1,0 +1,98 @@
+import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { test } from "node:test";
+import { pathToFileURL } from "node:url";
+
+import { buildModel, COLLAPSE_THRESHOLD, defaultCollapsed, nodesAtLine, shownAs, visibleGraph } from "../../../graph/src/model";
+import type { GraphDocument, GraphNode } from "../../../graph/src/types";
+
+function node(name: string, op: string, scope: string, inputs: string[] = [], line?: number): GraphNode {
+  return { name, op, target: name, scope, scope_type: `m.${scope || "Net"}`, inputs, ...(line ? { file: "m.py", line } : {}) };
+}
+
+const doc: GraphDocument = {
+  version: 1, target: "m.py::Net", status: "partial", module: null,
+  graphs: [{ module: "", nodes: [
+    node("x", "placeholder", ""),
+    node("block_lin", "call_module", "block.lin", ["x"], 5),
+    node("relu", "call_function", "block", ["block_lin"], 6),
+    node("block_attn_q", "call_module", "block.attn.q", ["relu"], 9),
+    node("add", "call_function", "block.attn", ["block_attn_q", "x"], 10),
+    node("bad", "call_module", "bad", ["add"], 12),
+    node("output", "output", "", ["bad"]),
+  ] }],
+  modules: [{ path: "bad", type: "m.Bad", status: "failed" }, { path: "block", type: "m.Block", status: "traced" }],
+  findings: [{ code: "FXS101", severity: "error", message: "if on a tensor", file: "m.py", line: 20, scopes: [{ path: "bad" }] },
+    { code: "FXS104", severity: "error", message: "int()", file: "m.py", line: 10, scopes: [{ path: "block.attn" }] }],
+};
+
+test("nodes are boxed by module scope; a call_module node sits in its caller's box", () => {
+  const m = buildModel(doc);
+  assert.deepEqual([...m.boxes.keys()].sort(), ["g0/block", "g0/block.attn"]);
+  assert.equal(m.nodes.get("g0:block_lin")!.box, "g0/block");
+  assert.equal(m.nodes.get("g0:block_attn_q")!.box, "g0/block.attn");
+  assert.equal(m.nodes.get("g0:x")!.box, null);
+  assert.equal(m.boxes.get("g0/block.attn")!.parent, "g0/block");
+  assert.equal(m.boxes.get("g0/block")!.total, 4);
+  assert.equal(m.boxes.get("g0/block")!.type, "m.Block");
+});
+
+test("failed modules and findings are marked", () => {
+  const m = buildModel(doc);
+  assert.ok(m.nodes.get("g0:bad")!.failed);
+  assert.ok(!m.nodes.get("g0:relu")!.failed);
+  assert.equal(m.nodes.get("g0:add")!.findings[0].code, "FXS104");
+  assert.equal(m.boxes.get("g0/block.attn")!.findings, 1);
+  assert.equal(m.boxes.get("g0/block")!.findings, 1);
+});
+
+test("collapsing a box redirects its edges and hides its nodes", () => {
+  const m = buildModel(doc);
+  const open = visibleGraph(m, new Set());
+  assert.equal(open.vertices.length, 7);
+  assert.equal(open.clusters.length, 2);
+  const closed = visibleGraph(m, new Set(["g0/block"]));
+  assert.deepEqual(closed.vertices.map((v) => v.id).sort(), ["g0/block", "g0:bad", "g0:output", "g0:x"]);
+  assert.equal(closed.clusters.length, 0);
+  assert.deepEqual(closed.edges.sort(), [["g0/block", "g0:bad"], ["g0:bad", "g0:output"], ["g0:x", "g0/block"]]);
+  assert.equal(shownAs(m, "g0:add", new Set(["g0/block"])), "g0/block");
+  assert.deepEqual(nodesAtLine(m, "m.py", 10), ["g0:add"]);
+});
+
+test("small graphs start expanded; graphs past the threshold start collapsed", () => {
+  assert.equal(defaultCollapsed(buildModel(doc)).size, 0);
+  const nodes: GraphNode[] = [node("x", "placeholder", "")];
+  for (let b = 0; b < 40; b++) {
+    for (let i = 0; i < 50; i++) nodes.push(node(`n${b}_${i}`, "call_function", `blocks.${b}`, [i ? `n${b}_${i - 1}` : b ? `n${b - 1}_49` : "x"]));
+  }
+  const big = buildModel({ ...doc, graphs: [{ module: "", nodes }], findings: [], modules: [] });
+  assert.ok(big.total > COLLAPSE_THRESHOLD);
+  const collapsed = defaultCollapsed(big);
+  assert.equal(collapsed.size, 40);
+  const vis = visibleGraph(big, collapsed);
+  assert.equal(vis.vertices.length, 41);
+  assert.equal(vis.edges.length, 40);
+});
+
+test("several graphs (children traced on their own) each get their own box", () => {
+  const two: GraphDocument = { ...doc, graphs: [
+    { module: "blocks.0", nodes: [node("x", "placeholder", "blocks.0"), node("q", "call_module", "blocks.0.q", ["x"])] },
+    { module: "blocks.1", nodes: [node("x", "placeholder", "blocks.1"), node("q", "call_module", "blocks.1.q", ["x"])] },
+  ] };
+  const m = buildModel(two);
+  assert.deepEqual([...m.boxes.keys()], ["g0/blocks.0", "g1/blocks.1"]);
+  assert.equal(m.nodes.get("g1:q")!.box, "g1/blocks.1");
+  assert.equal(m.edges.length, 2);
+});
+
+test("the committed Python package bundle is the one this source builds", async () => {
+  const root = join(__dirname, "..", "..");
+  const { graphOptions, packageStatic } = await import(pathToFileURL(join(root, "build-options.mjs")).href);
+  const esbuild = await import("esbuild");
+  const out = await esbuild.build({ ...graphOptions, write: false, outfile: "fxscope-graph.js" });
+  const built = out.outputFiles[0].text;
+  assert.equal(readFileSync(join(packageStatic, "fxscope-graph.js"), "utf8"), built,
+    "daemon/fxscope/graphview/static/fxscope-graph.js is stale: run `npm run compile -- --graph-package`");
+  assert.equal(readFileSync(join(packageStatic, "fxscope-graph.css"), "utf8"), readFileSync(join(root, "..", "graph", "src", "graph.css"), "utf8"));
+});

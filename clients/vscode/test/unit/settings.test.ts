@@ -1,0 +1,34 @@
+import assert from "node:assert/strict";
+import { test } from "node:test";
+
+import { DEFAULTS, needsNotify, needsRestart, readSettings, serverOptions } from "../../src/settings";
+
+const from = (values: Record<string, unknown>) => (key: string) => values[key];
+
+test("defaults when nothing is set", () => {
+  assert.deepEqual(readSettings(from({})), DEFAULTS);
+});
+
+test("settings map to the server's initializationOptions with the same keys", () => {
+  const s = readSettings(from({ enable: true, run: "onSave", debounce: 120.4, timeout: 12, workers: 3, "trace.server": "verbose", interpreter: ["/p"] }));
+  assert.deepEqual(serverOptions(s), { enable: true, run: "onSave", debounce: 120, timeout: 12, workers: 3 });
+  assert.equal(s.traceServer, "verbose");
+  assert.deepEqual(s.interpreter, ["/p"]);
+  assert.ok(!("interpreter" in serverOptions(s)), "the interpreter stays in the client");
+});
+
+test("invalid values fall back to the defaults instead of reaching the server", () => {
+  const s = readSettings(from({ enable: "yes", run: "sometimes", debounce: -5, timeout: 0, workers: 1.5, "trace.server": "loud" }));
+  assert.deepEqual(serverOptions(s), serverOptions(DEFAULTS));
+  assert.equal(s.traceServer, "off");
+  assert.equal(readSettings(from({ workers: 0 })).workers, null);
+});
+
+test("interpreter and enable restart the server; run/debounce/timeout/workers are sent live", () => {
+  const only = (key: string) => (k: string) => k === key;
+  assert.ok(needsRestart(only("fxscope.interpreter")));
+  assert.ok(needsRestart(only("fxscope.enable")));
+  assert.ok(!needsRestart(only("fxscope.debounce")));
+  for (const k of ["fxscope.run", "fxscope.debounce", "fxscope.timeout", "fxscope.workers"]) assert.ok(needsNotify(only(k)), k);
+  assert.ok(!needsNotify(only("fxscope.trace.server")));
+});
