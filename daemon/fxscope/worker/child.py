@@ -29,8 +29,8 @@ __all__ = [
     "DEFAULT_RUNNER",
     "JobFiles",
     "OUTPUT_LIMIT",
+    "OutputBuffer",
     "parse_faulthandler",
-    "read_output",
     "run_child",
 ]
 
@@ -55,10 +55,6 @@ class JobFiles:
         return os.path.join(self.directory, "result.json")
 
     @property
-    def output(self) -> str:
-        return os.path.join(self.directory, "output.txt")
-
-    @property
     def stack(self) -> str:
         return os.path.join(self.directory, "stack.txt")
 
@@ -66,22 +62,43 @@ class JobFiles:
 Frame = dict[str, Any]
 
 
-def read_output(path: str, limit: int = OUTPUT_LIMIT) -> str:
-    """Return the captured output in ``path``, keeping its head and tail if over ``limit`` bytes."""
-    try:
-        with open(path, "rb") as fh:
-            size = os.fstat(fh.fileno()).st_size
-            if size <= limit:
-                data = fh.read()
-            else:
-                head = fh.read(limit // 4)
-                fh.seek(size - (limit - limit // 4))
-                tail = fh.read()
-                omitted = size - len(head) - len(tail)
-                data = head + f"\n... [{omitted} bytes omitted] ...\n".encode() + tail
-    except OSError:
-        return ""
-    return data.decode("utf-8", errors="replace")
+class OutputBuffer:
+    """A job's captured stdout/stderr, bounded in memory: the first quarter of ``limit`` bytes and
+    the last three quarters are kept, whatever the job writes.
+
+    >>> out = OutputBuffer(limit=8)
+    >>> out.feed(b"ab"); out.text()
+    'ab'
+    >>> out.feed(b"cdefghijkl"); out.text()
+    'ab\\n... [4 bytes omitted] ...\\nghijkl'
+    """
+
+    def __init__(self, limit: int = OUTPUT_LIMIT) -> None:
+        self.limit = limit
+        self._head_limit = limit // 4
+        self._tail_limit = limit - self._head_limit
+        self._head = bytearray()
+        self._tail = bytearray()
+        self.total = 0
+
+    def feed(self, data: bytes) -> None:
+        """Append ``data`` (dropping the middle once over the limit)."""
+        self.total += len(data)
+        room = self._head_limit - len(self._head)
+        if room > 0:
+            self._head += data[:room]
+            data = data[room:]
+        if data:
+            self._tail += data
+            if len(self._tail) > 2 * self._tail_limit:
+                del self._tail[: len(self._tail) - self._tail_limit]
+
+    def text(self) -> str:
+        """The kept output, with a marker where bytes were dropped."""
+        tail = bytes(self._tail[-self._tail_limit :]) if self._tail_limit else b""
+        omitted = self.total - len(self._head) - len(tail)
+        middle = f"\n... [{omitted} bytes omitted] ...\n".encode() if omitted > 0 else b""
+        return (bytes(self._head) + middle + tail).decode("utf-8", errors="replace")
 
 
 _THREAD_RE = re.compile(r"^(Current thread|Thread) (0x[0-9a-fA-F]+)\b.*\(most recent call first\):")
@@ -232,11 +249,13 @@ def _isolate(close_fds: Iterable[int], parent_pid: int, prctl: Callable[..., int
         pass
 
 
-def _capture_output(files: JobFiles) -> Any:
-    fd = os.open(files.output, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND, 0o600)
-    os.dup2(fd, 1)
-    os.dup2(fd, 2)
-    os.close(fd)
+def _capture_output(files: JobFiles, output_fd: int) -> Any:
+    """fd 1 and 2 -> ``output_fd`` (a pipe the zygote drains into a bounded buffer, so output
+    never grows on disk); faulthandler dumps -> the job's stack file."""
+    os.dup2(output_fd, 1)
+    os.dup2(output_fd, 2)
+    if output_fd not in (1, 2):
+        os.close(output_fd)
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.reconfigure(line_buffering=True)  # type: ignore[union-attr]
@@ -271,7 +290,6 @@ def _write_result(files: JobFiles, result: dict[str, Any]) -> None:
             stream.flush()
         except BaseException:  # noqa: BLE001
             pass
-    result["output"] = read_output(files.output)
     data = json.dumps(result, separators=(",", ":")).encode("ascii")
     tmp = files.result + ".tmp"
     with open(tmp, "wb") as fh:
@@ -304,12 +322,16 @@ def run_child(
     close_fds: Iterable[int],
     parent_pid: int,
     prctl: Callable[..., int] | None = None,
+    *,
+    output_fd: int,
 ) -> NoReturn:
-    """Run ``job`` in this freshly forked process and exit; never returns."""
+    """Run ``job`` in this freshly forked process and exit; never returns. The result file holds
+    the runner's dict (or a fault) without ``output``: the zygote adds what it read from
+    ``output_fd``, the write end of the job's output pipe."""
     code = _EXIT_NO_RESULT
     try:
         _isolate(close_fds, parent_pid, prctl)
-        _stack_file = _capture_output(files)
+        _stack_file = _capture_output(files, output_fd)
         try:
             result = _run(job, files)
         except BaseException as exc:  # noqa: BLE001 - SystemExit, MemoryError... all are faults

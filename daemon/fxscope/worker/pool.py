@@ -28,7 +28,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from .protocol import ProtocolError, encode, grow_pipe, read_message, write_all
+from .protocol import ProtocolError, encode, grow_pipe, read_message, validate_reply, write_all
 
 __all__ = ["JobHandle", "WorkerPool"]
 
@@ -36,6 +36,15 @@ log = logging.getLogger(__name__)
 
 TORCH_CHECK_INTERVAL = 3.0  # seconds between checks that torch was not reinstalled
 SHUTDOWN_GRACE = 2.0  # seconds a zygote gets to exit after end of input before SIGKILL
+#: Seconds the zygote may take to import torch and the ``preload`` modules before it is killed
+#: and its jobs fail with a start-up error naming what it was importing. The environment
+#: variable ``FXSCOPE_WORKER_STARTUP_TIMEOUT`` overrides it.
+STARTUP_TIMEOUT = 180.0
+#: A job with a ``timeout`` that has no reply this long after its deadline is given up: the
+#: zygote failed to enforce it (stopped, wedged), so it is replaced.
+WATCHDOG_GRACE = 15.0
+WATCHDOG_INTERVAL = 0.5
+MAX_ATTEMPTS = 2  # a job whose zygote was replaced because of another job is run again once
 
 _PACKAGE_PARENT = str(Path(__file__).resolve().parent.parent.parent)
 
@@ -44,9 +53,16 @@ def _cancelled() -> dict[str, Any]:
     return {"fault": "cancelled"}
 
 
-def _died(message: str) -> dict[str, Any]:
+def _died(message: str, **extra: Any) -> dict[str, Any]:
     return {"fault": "crash", "signal": None, "signal_name": None, "exit_code": None,
-            "message": message}
+            "message": message, **extra}
+
+
+def _startup_timeout() -> float:
+    try:
+        return float(os.environ.get("FXSCOPE_WORKER_STARTUP_TIMEOUT") or STARTUP_TIMEOUT)
+    except ValueError:
+        return STARTUP_TIMEOUT
 
 
 class JobHandle:
@@ -61,6 +77,9 @@ class JobHandle:
         self._pool = weakref.ref(pool)
         self._frame = frame
         self._state = "queued"
+        self._attempts = 0  # times sent to a zygote
+        self._deadline: float | None = None  # watchdog: monotonic time by which "done" is due
+        self._overdue = False
         self._result: dict[str, Any] | None = None
         self._event = threading.Event()
         self._callbacks: list[Callable[[JobHandle], Any]] = []
@@ -139,6 +158,9 @@ class _Zygote:
         self.info: dict[str, Any] | None = None
         self.ready = threading.Event()
         self.exited = threading.Event()
+        self.started_at = time.monotonic()
+        self.stage: dict[str, Any] = {}  # the last "starting" message: what start-up is doing
+        self.failure: str | None = None  # why the pool killed it (start-up deadline, watchdog)
         self._wlock = threading.Lock()
         p2z_r, self._wfd = os.pipe()
         self._rfd, z2p_w = os.pipe()
@@ -148,8 +170,7 @@ class _Zygote:
         out: Any = subprocess.DEVNULL
         try:
             if log_path is not None:
-                log_path.parent.mkdir(parents=True, exist_ok=True)
-                out = open(log_path, "ab")  # noqa: SIM115 - closed right after Popen
+                out = _open_log(log_path)
             self.proc = subprocess.Popen(
                 command, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
                 pass_fds=(p2z_r, z2p_w), env=env, start_new_session=True,
@@ -161,8 +182,8 @@ class _Zygote:
         finally:
             os.close(p2z_r)
             os.close(z2p_w)
-            if out is not subprocess.DEVNULL:
-                out.close()
+            if isinstance(out, int) and out >= 0:
+                os.close(out)
         self._pool = weakref.ref(pool)
         self._thread = threading.Thread(target=self._read_loop, daemon=True,
                                          name=f"fxscope-zygote-{self.proc.pid}")
@@ -238,7 +259,20 @@ class _Zygote:
             self.kill()
             self.proc.wait()
 
+    def doing(self) -> str:
+        """What start-up was doing, for messages: ``importing preload 'x'``."""
+        stage, module = self.stage.get("stage"), self.stage.get("module")
+        if stage == "preload" and module:
+            return f"importing preload {module!r}"
+        if stage == "torch":
+            return "importing torch"
+        if stage == "warm-up":
+            return "warming up"
+        return "starting"
+
     def describe_exit(self) -> str:
+        if self.failure:
+            return self.failure
         code = self.proc.returncode
         if code is None:
             return "worker process died"
@@ -248,6 +282,17 @@ class _Zygote:
             except ValueError:
                 return f"worker process died (signal {-code})"
         return f"worker process died (exit code {code})"
+
+
+def _open_log(path: Path) -> Any:
+    """A descriptor appending to the zygote's log (created 0600), or ``DEVNULL`` when it cannot be
+    created (a read-only workspace): tracing never depends on its log."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
+    except OSError as exc:
+        log.warning("fxscope worker: cannot write %s (%s); running without a worker log", path, exc)
+        return subprocess.DEVNULL
 
 
 _pools: weakref.WeakSet[WorkerPool] = weakref.WeakSet()
@@ -267,10 +312,7 @@ class WorkerPool:
     ``env``: extra environment variables for the zygote, over ``os.environ``.
     ``max_workers``: children running at once (default: CPU count); others wait in FIFO order.
     ``log_path``: file receiving the zygote's own stdout/stderr (default: discarded).
-    ``sys_path``: directories prepended to the zygote's ``sys.path``, before ``preload`` runs (a
-    workspace package in ``preload`` is imported from the workspace, never an installed copy).
-    ``root``: the workspace root; :attr:`info` then lists the workspace files that ``preload``
-    imported (``preload_files``: root-relative path -> sha256 of the source executed).
+    ``sys_path``: directories prepended to the zygote's ``sys.path``.
 
     Example::
 
@@ -288,9 +330,10 @@ class WorkerPool:
         max_workers: int | None = None,
         log_path: Path | None = None,
         sys_path: Sequence[str] = (),
-        root: str | os.PathLike[str] | None = None,
+        startup_timeout: float | None = None,
     ) -> None:
         self.python = python
+        self.startup_timeout = startup_timeout if startup_timeout is not None else _startup_timeout()
         self.preload: tuple[str, ...] = tuple(preload)
         self.env = dict(env or {})
         self.max_workers = max_workers or os.cpu_count() or 1
@@ -298,7 +341,6 @@ class WorkerPool:
             raise ValueError("max_workers must be at least 1")
         self.log_path = Path(log_path) if log_path is not None else None
         self.sys_path = tuple(str(p) for p in sys_path)
-        self.root = None if root is None else str(root)
         self._lock = threading.RLock()
         self._zygote: _Zygote | None = None
         self._queue: deque[JobHandle] = deque()
@@ -307,6 +349,7 @@ class WorkerPool:
         self._next_id = 0
         self._info: dict[str, Any] | None = None
         self._torch_checked = 0.0
+        self._watchdog: threading.Thread | None = None
         _pools.add(self)
 
     # -- public API -----------------------------------------------------------------------------
@@ -389,13 +432,11 @@ class WorkerPool:
             raise RuntimeError("WorkerPool is closed")
 
     def _command(self) -> list[str]:
-        cmd = [self.python, "-m", "fxscope.worker.zygote"]
+        cmd = [self.python, "-m", "fxscope.worker.zygote", "--parent-pid", str(os.getpid())]
         for name in self.preload:
             cmd += ["--preload", name]
         for entry in self.sys_path:
             cmd += ["--sys-path", entry]
-        if self.root is not None:
-            cmd += ["--root", self.root]
         return cmd
 
     def _environment(self) -> dict[str, str]:
@@ -409,7 +450,39 @@ class WorkerPool:
         """Return the live zygote, starting one if needed. Lock held."""
         if self._zygote is None:
             self._zygote = _Zygote(self, self._command(), self._environment(), self.log_path)
+            if self._watchdog is None or not self._watchdog.is_alive():
+                self._watchdog = threading.Thread(target=_watch, args=(weakref.ref(self),),
+                                                  name="fxscope-worker-watchdog", daemon=True)
+                self._watchdog.start()
         return self._zygote
+
+    def _check_overdue(self) -> bool:
+        """Watchdog (lock NOT held): kill a zygote that missed its start-up deadline or a job's
+        deadline; its reader thread then fails or re-runs the jobs. False once closed."""
+        with self._lock:
+            if self._closed:
+                return False
+            zygote = self._zygote
+            if zygote is None or zygote.failure:
+                return True
+            now = time.monotonic()
+            if not zygote.ready.is_set():
+                if now - zygote.started_at > self.startup_timeout:
+                    zygote.failure = (f"the worker did not start within {self.startup_timeout:g} s "
+                                      f"(still {zygote.doing()})")
+            else:
+                late = [h for h in self._running.values()
+                        if h._deadline is not None and now > h._deadline]
+                for handle in late:
+                    handle._overdue = True
+                if late:
+                    zygote.failure = ("the worker did not report the job in time and was "
+                                      "restarted")
+            if zygote.failure is None:
+                return True
+        log.error("fxscope worker: %s", zygote.failure)
+        zygote.kill()
+        return True
 
     def _maybe_restart_for_torch(self) -> None:
         """Restart the zygote if torch's files changed since it imported torch. Lock held."""
@@ -440,6 +513,8 @@ class WorkerPool:
         while self._queue and len(self._running) < self.max_workers:
             handle = self._queue.popleft()
             handle._state = "running"
+            handle._attempts += 1
+            handle._deadline = _deadline(handle.job)
             self._running[handle.job_id] = handle
             zygote.send(handle._frame)  # on failure the reader thread sees EOF and reports
         return done
@@ -470,11 +545,17 @@ class WorkerPool:
     def _on_message(self, zygote: _Zygote, message: dict[str, Any]) -> None:
         """Reader thread: one message from ``zygote``."""
         done: list[Completion] = []
+        problem = validate_reply(message)
+        if problem is not None:
+            self._protocol_failure(zygote, problem)
+            return
         with self._lock:
             if zygote is not self._zygote:
                 return
             op = message.get("op")
-            if op == "ready":
+            if op == "starting":
+                zygote.stage = message
+            elif op == "ready":
                 zygote.info = message
                 self._info = message
                 for warning in message.get("warnings") or ():
@@ -483,20 +564,34 @@ class WorkerPool:
                 self._torch_checked = time.monotonic()
                 done = self._pump()
             elif op == "started":
-                handle = self._running.get(str(message.get("job_id")))
+                handle = self._running.get(message["job_id"])
                 if handle is not None:
-                    handle.pid = message.get("pid")
+                    handle.pid = message["pid"]
             elif op == "done":
-                handle = self._running.pop(str(message.get("job_id")), None)
-                if handle is not None:
-                    if handle.pid is None:
-                        handle.pid = message.get("pid")
-                    result = message.get("result")
-                    if not isinstance(result, dict):
-                        result = _died("worker sent no result")
-                    done.append((handle, result, message.get("duration_ms")))
-                done += self._pump()
+                handle = self._running.get(message["job_id"])
+                pid = message.get("pid")
+                if handle is not None and handle.pid is not None and pid is not None and pid != handle.pid:
+                    problem = (f"job {message['job_id']} reported done by process {pid}, "
+                               f"but it runs in {handle.pid}")
+                else:
+                    if handle is not None:
+                        del self._running[message["job_id"]]
+                        if handle.pid is None:
+                            handle.pid = pid
+                        done.append((handle, message["result"], message.get("duration_ms")))
+                    done += self._pump()
+        if problem is not None:
+            self._protocol_failure(zygote, problem)
+            return
         self._complete(done)
+
+    def _protocol_failure(self, zygote: _Zygote, problem: str) -> None:
+        """A malformed or inconsistent reply: the zygote can no longer be trusted; replace it."""
+        log.error("fxscope worker: protocol failure: %s", problem)
+        with self._lock:
+            if zygote.failure is None:
+                zygote.failure = f"the worker sent a malformed reply ({problem}) and was restarted"
+        zygote.kill()
 
     def _on_exit(self, zygote: _Zygote) -> None:
         """Reader thread: ``zygote`` is gone."""
@@ -506,17 +601,50 @@ class WorkerPool:
                 return
             self._zygote = None
             message = zygote.describe_exit()
+            retry = []
             for handle in self._running.values():
-                done.append((handle, _died(message), None))
+                if handle._overdue:
+                    timeout = handle.job.get("timeout")
+                    done.append((handle, _died(f"no result {WATCHDOG_GRACE:g} s after the job's "
+                                               f"{timeout} s timeout: {message}"), None))
+                elif zygote.failure and handle._attempts < MAX_ATTEMPTS and zygote.ready.is_set():
+                    handle.pid = None
+                    handle._state = "queued"
+                    retry.append(handle)
+                else:
+                    done.append((handle, _died(message), None))
             self._running.clear()
+            self._queue.extendleft(reversed(retry))
             if not zygote.ready.is_set():  # died during start-up: do not loop, fail the queue
-                where = f"; see {self.log_path}" if self.log_path else ""
+                where = f"; see {self.log_path}" if self.log_path and not zygote.failure else ""
+                if zygote.failure:
+                    text = zygote.failure
+                else:
+                    text = f"the worker failed to start while {zygote.doing()}: {message}{where}"
                 while self._queue:
-                    failure = _died(f"worker process failed to start: {message}{where}")
-                    done.append((self._queue.popleft(), failure, None))
+                    done.append((self._queue.popleft(), _died(text, startup=True), None))
             else:
                 done += self._pump()
         self._complete(done)
+
+
+def _deadline(job: dict[str, Any]) -> float | None:
+    """When the watchdog gives up on ``job`` (None: it has no timeout)."""
+    try:
+        timeout = float(job.get("timeout") or 0)
+    except (TypeError, ValueError):
+        return None
+    return time.monotonic() + timeout + WATCHDOG_GRACE if timeout > 0 else None
+
+
+def _watch(pool_ref: weakref.ref[WorkerPool]) -> None:
+    """The watchdog thread of one pool: ends when the pool is closed or collected."""
+    while True:
+        time.sleep(WATCHDOG_INTERVAL)
+        pool = pool_ref()
+        if pool is None or not pool._check_overdue():
+            return
+        del pool
 
 
 def _torch_stamp(torch_path: str | None) -> int | None:

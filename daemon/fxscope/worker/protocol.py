@@ -25,6 +25,8 @@ __all__ = [
     "encode_raw",
     "grow_pipe",
     "read_message",
+    "validate_child_result",
+    "validate_reply",
     "write_all",
 ]
 
@@ -85,6 +87,57 @@ def _decode(payload: bytes) -> dict[str, Any]:
     if not isinstance(message, dict):
         raise ProtocolError("frame is not a JSON object")
     return message
+
+
+#: Fault kinds a job's own process may report; the others (timeout, crash, cancelled) are decided
+#: by the zygote alone, so a job can never claim to have been cancelled.
+CHILD_FAULTS = frozenset({"exception", "exit"})
+#: Every fault kind a ``done`` reply may carry.
+FAULTS = CHILD_FAULTS | {"timeout", "crash", "cancelled"}
+
+
+def validate_child_result(value: Any) -> str | None:
+    """Why ``value`` (parsed from a job's result file) is not a result, or ``None`` if it is one.
+
+    >>> validate_child_result({"fault": "cancelled"})
+    "fault 'cancelled' cannot come from a job"
+    """
+    if not isinstance(value, dict):
+        return f"a JSON {type(value).__name__}, not an object"
+    fault = value.get("fault")
+    if fault is not None and fault not in CHILD_FAULTS:
+        return f"fault {fault!r} cannot come from a job"
+    return None
+
+
+def validate_reply(message: dict[str, Any]) -> str | None:
+    """Why ``message`` from the zygote is malformed, or ``None`` when its shape is right.
+
+    >>> validate_reply({"op": "done", "job_id": "1", "pid": 7, "duration_ms": 1.0, "result": []})
+    'done: result is not an object'
+    """
+    op = message.get("op")
+    if op in ("ready", "starting"):
+        return None
+    if op not in ("started", "done"):
+        return f"unknown op {op!r}"
+    if not isinstance(message.get("job_id"), str):
+        return f"{op}: job_id is not a string"
+    pid = message.get("pid")
+    if op == "started" and (not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0):
+        return "started: pid is not a process id"
+    if op == "done":
+        if pid is not None and (not isinstance(pid, int) or isinstance(pid, bool)):
+            return "done: pid is not a process id"
+        if not isinstance(message.get("duration_ms"), (int, float, type(None))):
+            return "done: duration_ms is not a number"
+        result = message.get("result")
+        if not isinstance(result, dict):
+            return "done: result is not an object"
+        fault = result.get("fault")
+        if fault is not None and fault not in FAULTS:
+            return f"done: unknown fault {fault!r}"
+    return None
 
 
 def write_all(fd: int, data: bytes) -> None:

@@ -1,17 +1,14 @@
 """The zygote: imports torch once, then forks one child per job.
 
-Run as ``python -m fxscope.worker.zygote --fd-in N --fd-out M [--preload MOD] [--sys-path DIR]
-[--root DIR]``. The ``--sys-path`` entries (a workspace's ``python-path``) are on ``sys.path`` before
-any ``--preload`` runs, so a workspace package is never shadowed by an installed copy; with
-``--root``, the ``ready`` message lists the workspace files the preloads imported
-(``preload_files``: root-relative path -> sha256 of the source executed).
+Run as ``python -m fxscope.worker.zygote --fd-in N --fd-out M [--preload MOD] [--sys-path DIR]``.
 Messages (see :mod:`fxscope.worker.protocol`) arrive on ``--fd-in``; replies leave on
 ``--fd-out``. The zygote's own stdout/stderr are whatever the parent gave it (``/dev/null`` or a
 log file); they are never the protocol.
 
 Requests: ``{"op": "run", "job_id", "job"}``, ``{"op": "cancel", "job_id"}``,
 ``{"op": "shutdown"}``.
-Replies: ``{"op": "ready", ...}`` once, ``{"op": "started", "job_id", "pid"}`` per fork, and
+Replies: ``{"op": "starting", "stage", "module"}`` while starting (``torch``, each ``preload``
+module, ``warm-up``), ``{"op": "ready", ...}`` once, ``{"op": "started", "job_id", "pid"}`` per fork, and
 ``{"op": "done", "job_id", "pid", "duration_ms", "result"}`` per job, where ``result`` is the
 runner's dict or a fault dict (``exception``, ``exit``, ``timeout``, ``crash``, ``cancelled``).
 """
@@ -29,6 +26,7 @@ import shutil
 import signal
 import sys
 import tempfile
+import threading
 import time
 import traceback
 from collections import deque
@@ -36,13 +34,16 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .child import DEFAULT_RUNNER, JobFiles, parse_faulthandler, read_output, run_child
-from .protocol import FrameDecoder, ProtocolError, encode, encode_raw, grow_pipe
+from .child import DEFAULT_RUNNER, JobFiles, OutputBuffer, parse_faulthandler, run_child
+from .protocol import FrameDecoder, ProtocolError, encode, grow_pipe, validate_child_result, write_all
 
 __all__ = ["Zygote", "main"]
 
 DUMP_GRACE = 0.4  # seconds between SIGUSR1 (stack dump) and SIGKILL on timeout
 POLL_INTERVAL = 1.0  # reap at least this often while children run, even without SIGCHLD
+PARENT_CHECK_INTERVAL = 0.2  # seconds between checks that the pool still exists, during start-up
+MAX_RESULT_BYTES = 256 * 1024 * 1024  # a larger result file is a fault, never read
+_PR_SET_CHILD_SUBREAPER = 36  # orphans of a job (double fork, setsid) are re-parented to us
 
 
 @dataclass
@@ -53,6 +54,8 @@ class _Child:
     started: float
     timeout: float | None
     deadline: float | None
+    out_fd: int  # read end of the job's stdout/stderr pipe (-1 once closed)
+    output: OutputBuffer
     reason: str | None = None  # "timeout" or "cancelled"
     kill_at: float | None = None
     killed: bool = False
@@ -89,6 +92,8 @@ class Zygote:
         self._decoder = FrameDecoder()
         self._counter = 0
         self._prctl = _load_prctl()
+        if self._prctl is not None:
+            self._prctl(_PR_SET_CHILD_SUBREAPER, 1)
         self._wake_r, self._wake_w = os.pipe()
         os.set_blocking(self._wake_r, False)
         os.set_blocking(self._wake_w, False)
@@ -143,7 +148,12 @@ class Zygote:
         """Act on one request from the parent."""
         op = message.get("op")
         if op == "run":
-            self._start(str(message.get("job_id")), message.get("job") or {})
+            job_id, job = message.get("job_id"), message.get("job")
+            if not isinstance(job_id, str) or not isinstance(job, dict):
+                print(f"fxscope zygote: malformed run request ignored: {str(message)[:200]}",
+                      file=sys.stderr)
+                return
+            self._start(job_id, job)
         elif op == "cancel":
             child = self.by_job.get(str(message.get("job_id")))
             if child is not None and child.reason != "cancelled":
@@ -161,33 +171,47 @@ class Zygote:
         files = JobFiles(os.path.join(self.scratch, f"job{self._counter}"))
         started = time.monotonic()
         parent = os.getpid()
+        out_r = out_w = -1
         try:
             os.mkdir(files.directory, 0o700)
+            out_r, out_w = os.pipe()
             sys.stdout.flush()
             sys.stderr.flush()
             pid = os.fork()
         except OSError as exc:
+            for fd in (out_r, out_w):
+                if fd >= 0:
+                    os.close(fd)
             shutil.rmtree(files.directory, ignore_errors=True)
             self._reply(job_id, None, 0.0, {"fault": "crash", "message": f"fork failed: {exc}"})
             return
         if pid == 0:  # the child: run_child always ends in os._exit
             try:
-                run_child(job, files, self._own_fds(), parent, self._prctl)
+                run_child(job, files, [*self._own_fds(), out_r], parent, self._prctl,
+                          output_fd=out_w)
             finally:
                 os._exit(70)
+        os.close(out_w)
         try:
             os.setpgid(pid, pid)
         except OSError:
             pass
-        timeout = job.get("timeout")
-        timeout = float(timeout) if timeout else None
-        child = _Child(job_id, pid, files, started, timeout, started + timeout if timeout else None)
+        try:
+            timeout = float(job.get("timeout") or 0) or None
+        except (TypeError, ValueError):
+            timeout = None
+        child = _Child(job_id, pid, files, started, timeout, started + timeout if timeout else None,
+                       out_r, OutputBuffer())
+        os.set_blocking(out_r, False)
+        self._sel.register(out_r, selectors.EVENT_READ, pid)
         self.children[pid] = child
         self.by_job[job_id] = child
         self.send({"op": "started", "job_id": job_id, "pid": pid})
 
     def _own_fds(self) -> list[int]:
+        """Descriptors a new child must close: the protocol, and other jobs' output pipes."""
         fds = [self.fd_in, self.fd_out, self._wake_r, self._wake_w]
+        fds += [c.out_fd for c in self.children.values() if c.out_fd >= 0]
         try:
             fds.append(self._sel.fileno())  # type: ignore[attr-defined]
         except (AttributeError, ValueError):
@@ -224,33 +248,91 @@ class Zygote:
         return max(0.0, nearest - now)
 
     def reap(self) -> None:
-        """Collect every exited child and report it."""
-        while self.children:
+        """Collect every exited child and report it. A job's process group is killed while its
+        exited leader still holds the group id, so nothing the job forked outlives it; orphans
+        re-parented to this subreaper (``setsid`` escapes) are killed too."""
+        sweep = False
+        while True:
             try:
-                pid, status, usage = os.wait4(-1, os.WNOHANG)
+                info = os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOHANG | os.WNOWAIT)
             except ChildProcessError:
                 break
             except InterruptedError:
                 continue
-            if pid == 0:
+            if info is None or not info.si_pid:
                 break
-            child = self.children.pop(pid, None)
+            pid = info.si_pid
+            child = self.children.get(pid)
             if child is not None:
+                _kill_group(pid)  # the exited leader is a zombie: the group id cannot be reused
+            try:
+                _, status, usage = os.wait4(pid, 0)
+            except ChildProcessError:
+                continue
+            except InterruptedError:
+                continue
+            sweep = True  # a job ended, or an orphan died and may have left orphans of its own
+            if child is not None:
+                self.children.pop(pid, None)
                 self.by_job.pop(child.job_id, None)
                 self._finish(child, status, usage.ru_utime + usage.ru_stime)
+        if sweep:
+            self.kill_orphans()
+
+    def kill_orphans(self) -> int:
+        """SIGKILL every child process of the zygote that is not a job (re-parented orphans of
+        jobs that escaped their process group); return how many. They are reaped by :meth:`reap`."""
+        count = 0
+        for pid in _child_pids():
+            if pid not in self.children:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                    count += 1
+                except OSError:
+                    pass
+        return count
+
+    def _read_output(self, child: _Child, budget: int = 16) -> None:
+        """Move what the job wrote into its bounded buffer; close the pipe at end of file."""
+        for _ in range(budget):
+            try:
+                data = os.read(child.out_fd, 1 << 16)
+            except BlockingIOError:
+                return
+            except InterruptedError:
+                continue
+            except OSError:
+                data = b""
+            if not data:
+                self._close_output(child)
+                return
+            child.output.feed(data)
+
+    def _close_output(self, child: _Child) -> None:
+        if child.out_fd >= 0:
+            try:
+                self._sel.unregister(child.out_fd)
+            except (KeyError, ValueError):
+                pass
+            os.close(child.out_fd)
+            child.out_fd = -1
 
     def _finish(self, child: _Child, status: int, cpu_s: float | None = None) -> None:
         duration = (time.monotonic() - child.started) * 1000.0
         files = child.files
         try:
+            if child.out_fd >= 0:
+                self._read_output(child, budget=256)  # what is left in the pipe, bounded
+                self._close_output(child)
             if child.reason == "cancelled":
                 self._reply(child.job_id, child.pid, duration, {"fault": "cancelled"})
                 return
-            raw = _read_bytes(files.result)
-            if raw:
-                self._reply_raw(child.job_id, child.pid, duration, raw)
+            output = child.output.text()
+            result, problem = _load_result(files.result)
+            if result is not None:
+                result["output"] = output
+                self._reply(child.job_id, child.pid, duration, result)
                 return
-            output = read_output(files.output)
             stack = parse_faulthandler(_read_text(files.stack))
             if child.reason == "timeout":
                 fault: dict[str, Any] = {"fault": "timeout", "timeout": child.timeout}
@@ -258,6 +340,8 @@ class Zygote:
                     fault["cpu_s"] = round(cpu_s, 3)
             else:
                 fault = _crash_fault(status)
+                if problem:
+                    fault["message"] = f"{fault['message']}; {problem}"
             fault["stack"] = stack["stack"]
             if stack["threads"]:
                 fault["threads"] = stack["threads"]
@@ -269,11 +353,6 @@ class Zygote:
     def _reply(self, job_id: str, pid: int | None, duration: float, result: dict[str, Any]) -> None:
         self.send({"op": "done", "job_id": job_id, "pid": pid,
                    "duration_ms": round(duration, 3), "result": result})
-
-    def _reply_raw(self, job_id: str, pid: int, duration: float, raw: bytes) -> None:
-        head = json.dumps({"op": "done", "job_id": job_id, "pid": pid,
-                           "duration_ms": round(duration, 3)}, separators=(",", ":"))
-        self.send_frame(encode_raw(head[:-1].encode() + b',"result":' + raw + b"}"))
 
     # -- loop -------------------------------------------------------------------------------
     def loop(self) -> None:
@@ -290,6 +369,8 @@ class Zygote:
                         _drain(self._wake_r)
                     elif key.data == "out":
                         self._flush()
+                    elif key.data in self.children:
+                        self._read_output(self.children[key.data])
                 self.reap()
         finally:
             self.kill_all()
@@ -314,16 +395,32 @@ class Zygote:
             self.handle(message)
 
     def kill_all(self) -> None:
-        """SIGKILL every child, reap them and remove the scratch directory."""
+        """SIGKILL every child with its process group and every orphan, reap them and remove the
+        scratch directory."""
         for child in self.children.values():
+            _kill_group(child.pid)
             _kill(child.pid)
         for pid in list(self.children):
             try:
                 os.waitpid(pid, 0)
             except OSError:
                 pass
+        for child in self.children.values():
+            self._close_output(child)
         self.children.clear()
         self.by_job.clear()
+        for _ in range(50):  # orphans may leave orphans of their own: sweep until none is left
+            killed = self.kill_orphans()
+            while True:
+                try:
+                    pid, _ = os.waitpid(-1, os.WNOHANG)
+                except (ChildProcessError, InterruptedError):
+                    pid = 0
+                if not pid:
+                    break
+            if not killed and not _child_pids():
+                break
+            time.sleep(0.01)
         shutil.rmtree(self.scratch, ignore_errors=True)
 
 
@@ -344,6 +441,66 @@ def _crash_fault(status: int) -> dict[str, Any]:
     else:
         fault["message"] = f"the job's process ended with status {status}"
     return fault
+
+
+def _kill_group(pgid: int) -> None:
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except OSError:
+        pass
+
+
+def _child_pids() -> list[int]:
+    """Process ids whose parent is this process (from ``/proc``; empty where unavailable)."""
+    me = os.getpid()
+    pids: list[int] = []
+    try:
+        tasks = os.listdir(f"/proc/{me}/task")
+    except OSError:
+        return pids
+    for tid in tasks:
+        try:
+            with open(f"/proc/{me}/task/{tid}/children") as fh:
+                pids += [int(p) for p in fh.read().split()]
+        except (OSError, ValueError):
+            return _child_pids_by_scan(me)
+    return pids
+
+
+def _child_pids_by_scan(me: int) -> list[int]:
+    pids = []
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                with open(f"/proc/{name}/stat") as fh:
+                    fields = fh.read().rsplit(")", 1)[1].split()
+            except (OSError, IndexError):
+                continue
+            if len(fields) > 1 and fields[1] == str(me):
+                pids.append(int(name))
+    return pids
+
+
+def _load_result(path: str) -> tuple[dict[str, Any] | None, str | None]:
+    """The result a job's process wrote, parsed and checked; never spliced unparsed into a reply.
+    ``(None, why)`` when it is missing, too large or malformed."""
+    try:
+        with open(path, "rb") as fh:
+            if os.fstat(fh.fileno()).st_size > MAX_RESULT_BYTES:
+                return None, f"its result was larger than {MAX_RESULT_BYTES} bytes"
+            raw = fh.read()
+    except OSError:
+        return None, None
+    if not raw:
+        return None, None
+    try:
+        value = json.loads(raw)
+    except (ValueError, RecursionError):
+        return None, "it wrote a result that is not valid JSON"
+    problem = validate_child_result(value)
+    if problem:
+        return None, f"it wrote a malformed result ({problem})"
+    return value, None
 
 
 def _read_bytes(path: str) -> bytes:
@@ -377,36 +534,39 @@ def _load_prctl() -> Callable[..., int] | None:
         return None
 
 
-def _preload(modules: Sequence[str]) -> dict[str, str | None]:
+def _announce(fd: int, stage: str, module: str | None = None) -> None:
+    """Tell the pool what start-up is doing, so a start-up that never ends can be named."""
+    try:
+        write_all(fd, encode({"op": "starting", "stage": stage, "module": module}))
+    except OSError:
+        pass
+
+
+def _die_with_parent(parent: int, stop: threading.Event) -> threading.Thread:
+    """Exit as soon as the pool's process is gone, even while an import blocks the main thread
+    (``preload`` of a module that never returns). Stopped before the first fork."""
+
+    def watch() -> None:
+        while not stop.wait(PARENT_CHECK_INTERVAL):
+            if os.getppid() != parent:
+                os._exit(1)
+
+    thread = threading.Thread(target=watch, name="fxscope-parent-watch", daemon=True)
+    thread.start()
+    return thread
+
+
+def _preload(modules: Sequence[str], fd_out: int | None = None) -> dict[str, str | None]:
     results: dict[str, str | None] = {}
     for name in modules:
+        if fd_out is not None:
+            _announce(fd_out, "preload", name)
         try:
             importlib.import_module(name)
             results[name] = None
         except BaseException as exc:  # noqa: BLE001 - a broken preload is only a warning
             results[name] = f"{type(exc).__name__}: {exc}"
     return results
-
-
-def _serve_workspace_from_source(root: str) -> None:
-    """Compile the workspace's modules that preloads import from their source, never from a
-    stale ``__pycache__``, and remember the digest of what ran (as a job's child does)."""
-    from .overlay import serve_from_source
-    from .runner import user_file_predicate
-
-    serve_from_source(user_file_predicate(root))
-
-
-def _workspace_files_since(root: str, before: frozenset[str]) -> dict[str, str]:
-    """Workspace files imported since ``before`` (``sys.modules`` names): root-relative path ->
-    sha256 of the source executed. Results depend on them; the pool restarts when one changes."""
-    from .touched import touched_files
-
-    try:
-        return touched_files(root, before)
-    except Exception:  # noqa: BLE001 - never fatal: the results then miss these dependencies
-        traceback.print_exc()
-        return {}
 
 
 def _warm_up() -> str | None:
@@ -446,9 +606,9 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--fd-out", type=int, required=True)
     parser.add_argument("--preload", action="append", default=[])
     parser.add_argument("--sys-path", action="append", default=[])
-    parser.add_argument("--root", default=None,
-                        help="workspace root: list the workspace files that preloads import")
     parser.add_argument("--no-torch", action="store_true", help="do not import torch")
+    parser.add_argument("--parent-pid", type=int, default=0,
+                        help="exit when this process is gone (default: the parent at start)")
     return parser.parse_args(argv)
 
 
@@ -461,16 +621,22 @@ def main(argv: Sequence[str] | None = None) -> None:
         del sys.path[0]  # `-m` put the launcher's cwd first; user code must not come from there
     sys.path[:0] = args.sys_path
     started = time.monotonic()
+    parent = args.parent_pid or os.getppid()
+    stop_watch = threading.Event()
+    watcher = _die_with_parent(parent, stop_watch)
     info: dict[str, Any] = {"torch_version": None, "torch_path": None, "torch_stamp": None,
                             "torch_error": None}
     if not args.no_torch:
+        _announce(args.fd_out, "torch")
         info = _import_torch()
-    before_preload = frozenset(sys.modules)
-    if args.root and args.preload:
-        _serve_workspace_from_source(args.root)
-    preload = _preload(args.preload)
-    preload_files = _workspace_files_since(args.root, before_preload) if args.root and args.preload else {}
+    preload = _preload(args.preload, args.fd_out)
+    if not args.no_torch and not info["torch_error"]:
+        _announce(args.fd_out, "warm-up")
     warm_error = None if args.no_torch or info["torch_error"] else _warm_up()
+    stop_watch.set()
+    watcher.join()
+    if os.getppid() != parent:
+        os._exit(1)
     gc.collect()
     if hasattr(gc, "freeze"):
         gc.freeze()  # keep inherited objects out of the children's collections (less copy-on-write)
@@ -488,7 +654,6 @@ def main(argv: Sequence[str] | None = None) -> None:
         "executable": sys.executable,
         **info,
         "preload": preload,
-        "preload_files": preload_files,
         "warnings": warnings,
         "scratch": scratch,
         "startup_ms": round((time.monotonic() - started) * 1000.0, 1),
