@@ -84,15 +84,22 @@ class ConfigError(Exception):
 @dataclass(frozen=True)
 class TargetConfig:
     """A ``[tool.fxscope.targets.<name>]`` table: a factory ``module.path:callable`` returning a
-    module (or ``(module, concrete_args)``), and ``concrete-args`` passed to the tracer."""
+    module (or ``(module, concrete_args)``), and ``concrete-args`` passed to the tracer.
+    ``inputs`` (shape-aware tracing) maps forward parameters to ``{"shape": [...], "dtype": ...}``,
+    or is ``"auto"`` (derived from a transformers model's config); empty without example inputs."""
 
     name: str
     factory: str
     concrete_args: dict[str, Any] = field(default_factory=dict, hash=False)
+    inputs: dict[str, Any] | str = field(default_factory=dict, hash=False)
 
     def to_json(self) -> dict[str, Any]:
-        """A JSON-able dict (``concrete_args`` keyed as in Python)."""
-        return {"name": self.name, "factory": self.factory, "concrete_args": dict(self.concrete_args)}
+        """A JSON-able dict (``concrete_args`` keyed as in Python; ``inputs`` only when set)."""
+        out: dict[str, Any] = {"name": self.name, "factory": self.factory,
+                               "concrete_args": dict(self.concrete_args)}
+        if self.inputs:
+            out["inputs"] = self.inputs if isinstance(self.inputs, str) else dict(self.inputs)
+        return out
 
 
 @dataclass(frozen=True)
@@ -176,7 +183,8 @@ class Config:
             leaf_modules=tuple(data["leaf_modules"]),
             wrap_functions=tuple(data.get("wrap_functions", ())),
             targets=tuple(
-                TargetConfig(t["name"], t["factory"], dict(t["concrete_args"])) for t in data["targets"]
+                TargetConfig(t["name"], t["factory"], dict(t["concrete_args"]), t.get("inputs") or {})
+                for t in data["targets"]
             ),
             workers=data.get("workers"),
             cache_dir=None if data.get("cache_dir") is None else Path(data["cache_dir"]),
@@ -234,7 +242,12 @@ _KEYS = (
     "include", "exclude", "python-path", "auto-targets", "preload", "timeout", "device",
     "leaf-modules", "wrap-functions", "targets", "workers", "cache-dir", "memory-limit-mb",
 )
-_TARGET_KEYS = ("factory", "concrete-args")
+_TARGET_KEYS = ("factory", "concrete-args", "inputs")
+#: dtype names accepted in a target's ``inputs`` (see ``fxscope.trace.inputs.DTYPES``).
+_INPUT_DTYPES = (
+    "float32", "float", "float64", "double", "float16", "half", "bfloat16", "int64", "long", "int32",
+    "int", "int16", "int8", "uint8", "bool", "complex64",
+)
 
 
 def _build(root: Path, source: Path | None, table: dict[str, Any], text: str) -> Config:
@@ -361,8 +374,38 @@ def _targets(value: Any, fail: Callable[..., ConfigError]) -> tuple[TargetConfig
                     f"{header} 'concrete-args' value of {arg!r} must be a string, number, boolean, array "
                     f"or table, got {_describe(arg_value)}",
                 )
-        result.append(TargetConfig(name, factory.strip(), dict(args)))
+        inputs = _inputs(body.get("inputs", {}), header, fail_in)
+        result.append(TargetConfig(name, factory.strip(), dict(args), inputs))
     return tuple(result)
+
+
+def _inputs(value: Any, header: str, fail_in: Callable[[str, str], ConfigError]) -> dict[str, Any] | str:
+    """A target's ``inputs``: ``"auto"``, or a table of ``name = [shape]`` /
+    ``name = { shape = [...], dtype = "int64" }``, normalised to ``{name: {"shape", "dtype"}}``."""
+    if value == "auto":
+        return "auto"
+    if not isinstance(value, dict):
+        raise fail_in("inputs", f"{header} 'inputs' must be a table of shapes or \"auto\", got {_describe(value)}")
+    out: dict[str, Any] = {}
+    for name, spec in value.items():
+        if not name.isidentifier() or keyword.iskeyword(name):
+            raise fail_in("inputs", f"{header} 'inputs' keys must be parameter names, got {name!r}")
+        shape, dtype = spec, "float32"
+        if isinstance(spec, dict):
+            extra = sorted(set(spec) - {"shape", "dtype"})
+            if extra or "shape" not in spec:
+                raise fail_in("inputs", f"{header} 'inputs' entry {name!r} must be a shape list or "
+                              f"{{ shape = [...], dtype = \"...\" }}, got keys {sorted(spec)}")
+            shape, dtype = spec["shape"], spec.get("dtype", "float32")
+        if (not isinstance(shape, list)
+                or not all(isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in shape)):
+            raise fail_in("inputs", f"{header} 'inputs' shape of {name!r} must be a list of non-negative "
+                          f"integers, got {_describe(shape)}")
+        if dtype not in _INPUT_DTYPES:
+            raise fail_in("inputs", f"{header} 'inputs' dtype of {name!r} must be one of "
+                          f"{', '.join(_INPUT_DTYPES)}, got {_describe(dtype)}")
+        out[name] = {"shape": list(shape), "dtype": dtype}
+    return out
 
 
 def _check_keys(

@@ -67,15 +67,20 @@ class Target:
     concrete_args: dict[str, Any] = field(default_factory=dict, hash=False)
     needs_args: bool = False
     required_args: tuple[str, ...] = ()
+    #: Example inputs of a factory target (``TargetConfig.inputs``); empty without them.
+    inputs: dict[str, Any] | str = field(default_factory=dict, hash=False)
 
     def to_json(self) -> dict[str, Any]:
-        """A JSON-able dict of every field."""
-        return {
+        """A JSON-able dict of every field (``inputs`` only when set)."""
+        out = {
             "id": self.id, "kind": self.kind, "file": self.file, "line": self.line,
             "module": self.module, "qualname": self.qualname, "factory": self.factory,
             "concrete_args": dict(self.concrete_args), "needs_args": self.needs_args,
             "required_args": list(self.required_args),
         }
+        if self.inputs:
+            out["inputs"] = self.inputs
+        return out
 
 
 @dataclass(frozen=True)
@@ -407,7 +412,7 @@ def _factory_targets(ws: _Workspace) -> list[Target]:
                 file, line = found
         targets.append(Target(
             id=tc.name, kind="factory", file=file, line=line, module=module, qualname=attr,
-            factory=tc.factory, concrete_args=dict(tc.concrete_args),
+            factory=tc.factory, concrete_args=dict(tc.concrete_args), inputs=tc.inputs,
         ))
     return targets
 

@@ -37,6 +37,9 @@ class BuiltModel:
     findings: list[Finding] = field(default_factory=list)
     #: (id(owner module), attribute name) -> where it was assigned.
     sites: dict[tuple[int, str], SourceLocation] = field(default_factory=dict)
+    #: Example inputs a factory returned as ``(module, concrete_args, inputs)`` (shape-aware
+    #: tracing), else None.
+    inputs: dict[str, Any] | None = None
 
 
 @contextmanager
@@ -61,15 +64,18 @@ def record_assignments(sites: dict[tuple[int, str], SourceLocation],
         nn.Module.__setattr__ = original  # type: ignore[method-assign]
 
 
-def _unpack(result: Any) -> tuple[nn.Module, dict[str, Any] | None]:
-    if isinstance(result, tuple) and len(result) == 2 and isinstance(result[0], nn.Module):
-        module, cargs = result
+def _unpack(result: Any) -> tuple[nn.Module, dict[str, Any] | None, dict[str, Any] | None]:
+    if isinstance(result, tuple) and len(result) in (2, 3) and isinstance(result[0], nn.Module):
+        module, cargs, inputs = (*result, None) if len(result) == 2 else result
         if cargs is not None and not isinstance(cargs, dict):
             raise TypeError(f"factory returned concrete args of type {type(cargs).__name__}, expected a dict")
-        return module, cargs
+        if inputs is not None and not isinstance(inputs, dict):
+            raise TypeError(f"factory returned example inputs of type {type(inputs).__name__}, expected a dict")
+        return module, cargs, inputs
     if isinstance(result, nn.Module):
-        return result, None
-    raise TypeError(f"factory returned {type(result).__name__}, expected an nn.Module or (module, concrete_args)")
+        return result, None, None
+    raise TypeError(f"factory returned {type(result).__name__}, expected an nn.Module, "
+                    "(module, concrete_args) or (module, concrete_args, inputs)")
 
 
 def _innermost_model_location(e: BaseException, classifier: FrameClassifier) -> SourceLocation | None:
@@ -96,8 +102,8 @@ def build_model(factory: Callable[[], Any], *, device: str = "meta",
     if device == "meta":
         try:
             with record_assignments(sites, classifier), torch.device("meta"):
-                model, cargs = _unpack(factory())
-            return BuiltModel(model, cargs, "meta", findings, sites)
+                model, cargs, inputs = _unpack(factory())
+            return BuiltModel(model, cargs, "meta", findings, sites, inputs)
         except Exception as e:  # fall back to CPU
             sites.clear()
             loc = _innermost_model_location(e, classifier)
@@ -109,7 +115,7 @@ def build_model(factory: Callable[[], Any], *, device: str = "meta",
                 ))
     try:
         with record_assignments(sites, classifier):
-            model, cargs = _unpack(factory())
+            model, cargs, inputs = _unpack(factory())
     except Exception as e:
         raise BuildError(f"{type(e).__name__}: {e}") from e
-    return BuiltModel(model, cargs, "cpu", findings, sites)
+    return BuiltModel(model, cargs, "cpu", findings, sites, inputs)

@@ -231,11 +231,14 @@ class ShapeAwareTracer(RobustTracer):
         if sig is not None and not isinstance(concrete_args, tuple):
             merged = dict(concrete_args or {})
             for p in sig.parameters.values():
-                if (p.name == "self" or p.name in merged or p.name in self.example_inputs
-                        or p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) or p.default is p.empty
-                        or isinstance(p.default, torch.Tensor)):
-                    continue
-                merged[p.name] = p.default
+                if p.kind == p.VAR_POSITIONAL and "*" + p.name not in merged:
+                    merged["*" + p.name] = ()  # called with the example inputs only
+                elif p.kind == p.VAR_KEYWORD and "**" + p.name not in merged:
+                    merged["**" + p.name] = {}
+                elif not (p.name == "self" or p.name in merged or p.name in self.example_inputs
+                          or p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) or p.default is p.empty
+                          or isinstance(p.default, torch.Tensor)):
+                    merged[p.name] = p.default
             concrete_args = merged or concrete_args
         with _index_hook():
             return super().trace(root, concrete_args)
