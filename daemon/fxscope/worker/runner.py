@@ -242,9 +242,17 @@ def run_trace_job(job: dict[str, Any]) -> dict[str, Any]:
     if built.concrete_args:
         concrete.update(built.concrete_args)
     result["device"] = built.device
+    inputs = None
+    if target.get("inputs") or built.inputs:
+        from fxscope.trace.inputs import resolve_inputs
+
+        try:
+            inputs = resolve_inputs(target.get("inputs"), built.inputs, built.model)
+        except ValueError as e:
+            result["warnings"].append(f"example inputs ignored: {e}")
     try:
         report = analyze(built.model, concrete or None, is_user_file=is_user_file, leaf_types=leaf_types,
-                         sites=built.sites, extra_findings=built.findings)
+                         sites=built.sites, extra_findings=built.findings, inputs=inputs)
     except Exception as e:  # a bug in the tracer itself must still give a located answer
         detail = "".join(traceback.format_exception_only(type(e), e)).strip()
         return finish({"status": "error", "modules": [], "nodes": 0,
