@@ -312,7 +312,10 @@ class WorkerPool:
     ``env``: extra environment variables for the zygote, over ``os.environ``.
     ``max_workers``: children running at once (default: CPU count); others wait in FIFO order.
     ``log_path``: file receiving the zygote's own stdout/stderr (default: discarded).
-    ``sys_path``: directories prepended to the zygote's ``sys.path``.
+    ``sys_path``: directories prepended to the zygote's ``sys.path``, before ``preload`` runs (a
+    workspace package in ``preload`` is imported from the workspace, never an installed copy).
+    ``root``: the workspace root; :attr:`info` then lists the workspace files that ``preload``
+    imported (``preload_files``: root-relative path -> sha256 of the source executed).
 
     Example::
 
@@ -331,6 +334,7 @@ class WorkerPool:
         log_path: Path | None = None,
         sys_path: Sequence[str] = (),
         startup_timeout: float | None = None,
+        root: str | os.PathLike[str] | None = None,
     ) -> None:
         self.python = python
         self.startup_timeout = startup_timeout if startup_timeout is not None else _startup_timeout()
@@ -341,6 +345,7 @@ class WorkerPool:
             raise ValueError("max_workers must be at least 1")
         self.log_path = Path(log_path) if log_path is not None else None
         self.sys_path = tuple(str(p) for p in sys_path)
+        self.root = None if root is None else str(root)
         self._lock = threading.RLock()
         self._zygote: _Zygote | None = None
         self._queue: deque[JobHandle] = deque()
@@ -437,6 +442,8 @@ class WorkerPool:
             cmd += ["--preload", name]
         for entry in self.sys_path:
             cmd += ["--sys-path", entry]
+        if self.root is not None:
+            cmd += ["--root", self.root]
         return cmd
 
     def _environment(self) -> dict[str, str]:

@@ -1,6 +1,10 @@
 """The zygote: imports torch once, then forks one child per job.
 
-Run as ``python -m fxscope.worker.zygote --fd-in N --fd-out M [--preload MOD] [--sys-path DIR]``.
+Run as ``python -m fxscope.worker.zygote --fd-in N --fd-out M [--preload MOD] [--sys-path DIR]
+[--root DIR]``. The ``--sys-path`` entries (a workspace's ``python-path``) are on ``sys.path`` before
+any ``--preload`` runs, so a workspace package is never shadowed by an installed copy; with
+``--root``, the ``ready`` message lists the workspace files the preloads imported
+(``preload_files``: root-relative path -> sha256 of the source executed).
 Messages (see :mod:`fxscope.worker.protocol`) arrive on ``--fd-in``; replies leave on
 ``--fd-out``. The zygote's own stdout/stderr are whatever the parent gave it (``/dev/null`` or a
 log file); they are never the protocol.
@@ -569,6 +573,27 @@ def _preload(modules: Sequence[str], fd_out: int | None = None) -> dict[str, str
     return results
 
 
+def _serve_workspace_from_source(root: str) -> None:
+    """Compile the workspace's modules that preloads import from their source, never from a
+    stale ``__pycache__``, and remember the digest of what ran (as a job's child does)."""
+    from .overlay import serve_from_source
+    from .runner import user_file_predicate
+
+    serve_from_source(user_file_predicate(root))
+
+
+def _workspace_files_since(root: str, before: frozenset[str]) -> dict[str, str]:
+    """Workspace files imported since ``before`` (``sys.modules`` names): root-relative path ->
+    sha256 of the source executed. Results depend on them; the pool restarts when one changes."""
+    from .touched import touched_files
+
+    try:
+        return touched_files(root, before)
+    except Exception:  # noqa: BLE001 - never fatal: the results then miss these dependencies
+        traceback.print_exc()
+        return {}
+
+
 def _warm_up() -> str | None:
     """Import the default runner and call its ``warm_up()``: the imports and pure-Python caches
     every job needs are then inherited by each child instead of being rebuilt in each one. It must
@@ -606,6 +631,8 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--fd-out", type=int, required=True)
     parser.add_argument("--preload", action="append", default=[])
     parser.add_argument("--sys-path", action="append", default=[])
+    parser.add_argument("--root", default=None,
+                        help="workspace root: list the workspace files that preloads import")
     parser.add_argument("--no-torch", action="store_true", help="do not import torch")
     parser.add_argument("--parent-pid", type=int, default=0,
                         help="exit when this process is gone (default: the parent at start)")
@@ -629,7 +656,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     if not args.no_torch:
         _announce(args.fd_out, "torch")
         info = _import_torch()
+    before_preload = frozenset(sys.modules)
+    if args.root and args.preload:
+        _serve_workspace_from_source(args.root)
     preload = _preload(args.preload, args.fd_out)
+    preload_files = _workspace_files_since(args.root, before_preload) if args.root and args.preload else {}
     if not args.no_torch and not info["torch_error"]:
         _announce(args.fd_out, "warm-up")
     warm_error = None if args.no_torch or info["torch_error"] else _warm_up()
@@ -654,6 +685,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         "executable": sys.executable,
         **info,
         "preload": preload,
+        "preload_files": preload_files,
         "warnings": warnings,
         "scratch": scratch,
         "startup_ms": round((time.monotonic() - started) * 1000.0, 1),
