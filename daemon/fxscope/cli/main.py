@@ -1,4 +1,4 @@
-"""``fxscope`` command line: ``check``, ``graph`` and ``daemon``.
+"""``fxscope`` command line: ``check``, ``graph``, ``daemon`` and ``serve``.
 
 Exit codes: 0 nothing at or above ``--fail-on``; 1 findings; 2 usage or configuration error.
 """
@@ -34,6 +34,17 @@ def _shard(text: str) -> tuple[int, int]:
 
 def _codes(text: str) -> list[str]:
     return [c.strip() for c in text.split(",") if c.strip()]
+
+
+def _host_port(text: str) -> tuple[str, int]:
+    host, _, port = text.rpartition(":")
+    try:
+        number = int(port)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected [HOST:]PORT, got {text!r}") from None
+    if not 0 <= number <= 65535:
+        raise argparse.ArgumentTypeError(f"port {number} out of range")
+    return (host.strip("[]") or "127.0.0.1"), number
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -73,6 +84,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     daemon = sub.add_parser("daemon", parents=[common], help="manage the warm background daemon")
     daemon.add_argument("action", choices=("start", "stop", "status", "run"))
+
+    serve = sub.add_parser("serve", help="run the language server (stdio unless --tcp)")
+    serve.add_argument("--stdio", action="store_true", help="talk LSP over stdin/stdout (the default)")
+    serve.add_argument("--tcp", type=_host_port, metavar="[HOST:]PORT",
+                       help="listen on TCP instead (HOST defaults to 127.0.0.1)")
     return parser
 
 
@@ -191,11 +207,20 @@ def cmd_daemon(args: argparse.Namespace) -> int:
     return daemon.command(args.action, root, args)
 
 
+def cmd_serve(args: argparse.Namespace) -> int:
+    """``fxscope serve``: the language server."""
+    from fxscope.lsp.server import serve
+
+    if args.stdio and args.tcp:
+        raise UsageError("--stdio and --tcp are exclusive")
+    return serve(tcp=args.tcp)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``fxscope`` console script."""
     parser = build_parser()
     args = parser.parse_args(argv)
-    handlers = {"check": cmd_check, "graph": cmd_graph, "daemon": cmd_daemon}
+    handlers = {"check": cmd_check, "graph": cmd_graph, "daemon": cmd_daemon, "serve": cmd_serve}
     try:
         return handlers[args.command](args)
     except UsageError as e:

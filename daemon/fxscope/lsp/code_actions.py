@@ -1,0 +1,236 @@
+"""Quick fixes for findings, each a real edit (the text transforms live in :mod:`fxscope.lsp.edits`):
+suppress with ``# fxscope: ignore[CODE]``; add the failing module's class to ``leaf-modules`` or
+the failing function to ``wrap-functions`` in pyproject.toml; ``len(x)`` -> ``x.size(0)``;
+``int(x.shape[i])`` -> ``x.size(i)``; a factory for a class that needs constructor arguments.
+"""
+
+from __future__ import annotations
+
+import ast
+import logging
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Sequence
+
+from lsprotocol import types
+
+from fxscope.lsp import edits
+from fxscope.lsp.diagnostics import SOURCE, resolve_file
+from fxscope.lsp.folders import Folder, path_to_uri, uri_to_path
+from fxscope.lsp.positions import PositionEncoder, split_lines
+
+if TYPE_CHECKING:
+    from fxscope.lsp.server import FxscopeServer
+    from fxscope.model import Finding, Location
+
+__all__ = ["register", "CodeActionFeature", "text_edit"]
+
+log = logging.getLogger("fxscope.lsp")
+
+_ERROR_CODES_FOR_LEAF = ("FXS101", "FXS102", "FXS103", "FXS104", "FXS105", "FXS106", "FXS107", "FXS403")
+
+
+def text_edit(lines: Sequence[str], edit: edits.Edit, encoder: PositionEncoder) -> types.TextEdit:
+    """An LSP edit (negotiated encoding) from a store-coordinate :class:`~fxscope.lsp.edits.Edit`."""
+    start = encoder.position(lines, edit.line, edit.column)
+    end = encoder.position(lines, edit.end_line, edit.end_column)
+    return types.TextEdit(range=types.Range(start=start, end=end), new_text=edit.new_text)
+
+
+def _shown(finding: "Finding", root: Path, path: Path) -> "Location | None":
+    if resolve_file(root, finding.location.file) == path:
+        return finding.location
+    if finding.anchor is not None and resolve_file(root, finding.anchor.file) == path:
+        return finding.anchor
+    return None
+
+
+def _class_at(text: str, line: int) -> tuple[str, list[str]] | None:
+    """(class name, required constructor arguments) of the class defined at ``line``."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return None
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ClassDef) and node.lineno <= line <= (node.end_lineno or node.lineno) \
+                and (node.lineno == line or any(d.lineno == line for d in node.decorator_list)):
+            required: list[str] = []
+            for item in node.body:
+                if isinstance(item, ast.FunctionDef) and item.name == "__init__":
+                    a = item.args
+                    positional = [*a.posonlyargs, *a.args][1:]
+                    n_default = len(a.defaults)
+                    required = [p.arg for p in positional[: len(positional) - n_default]]
+                    required += [k.arg for k, d in zip(a.kwonlyargs, a.kw_defaults) if d is None]
+            return node.name, required
+    return None
+
+
+class CodeActionFeature:
+    def __init__(self, ls: "FxscopeServer") -> None:
+        self.ls = ls
+
+    # ------------------------------------------------------------------ helpers
+    def _document_changes(self) -> bool:
+        caps = self.ls.client_capabilities
+        ws = caps.workspace if caps else None
+        return bool(ws and ws.workspace_edit and ws.workspace_edit.document_changes)
+
+    def _can_create(self) -> bool:
+        caps = self.ls.client_capabilities
+        ws = caps.workspace if caps else None
+        ops = ws.workspace_edit.resource_operations if ws and ws.workspace_edit else None
+        return bool(ops and types.ResourceOperationKind.Create in ops) and self._document_changes()
+
+    def _edit(self, per_file: dict[Path, tuple[list[str], list[edits.Edit], bool]]) -> types.WorkspaceEdit | None:
+        """A WorkspaceEdit from store edits per file; the bool says the file does not exist yet."""
+        if any(new for _, _, new in per_file.values()) and not self._can_create():
+            return None
+        if not self._document_changes():
+            return types.WorkspaceEdit(changes={
+                path_to_uri(p): [text_edit(lines, e, self.ls.encoder) for e in es]
+                for p, (lines, es, _) in per_file.items()})
+        changes: list[Any] = []
+        for p, (lines, es, new) in per_file.items():
+            uri = path_to_uri(p)
+            if new:
+                changes.append(types.CreateFile(uri=uri, options=types.CreateFileOptions(ignore_if_exists=True)))
+            changes.append(types.TextDocumentEdit(
+                text_document=types.OptionalVersionedTextDocumentIdentifier(uri=uri, version=self.ls.document_version(p)),
+                edits=[text_edit(lines, e, self.ls.encoder) for e in es]))
+        return types.WorkspaceEdit(document_changes=changes)
+
+    def _text(self, path: Path) -> str | None:
+        text = self.ls.text_of(path)
+        if text is None and path.is_file():
+            try:
+                text = path.read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError):
+                return None
+        return text
+
+    def _action(self, title: str, diagnostic: types.Diagnostic | None,
+                per_file: dict[Path, tuple[list[str], list[edits.Edit], bool]],
+                preferred: bool = False) -> types.CodeAction | None:
+        edit = self._edit(per_file)
+        if edit is None:
+            return None
+        return types.CodeAction(title=title, kind=types.CodeActionKind.QuickFix, edit=edit,
+                                diagnostics=[diagnostic] if diagnostic else None, is_preferred=preferred or None)
+
+    def _pyproject_action(self, folder: Folder, key: str, value: str, title: str,
+                          diagnostic: types.Diagnostic | None) -> types.CodeAction | None:
+        pyproject = folder.root / "pyproject.toml"
+        text = self._text(pyproject)
+        edit = edits.add_to_config_list(text, key, value)
+        if edit is None:
+            return None
+        return self._action(title, diagnostic, {pyproject: (split_lines(text or ""), [edit], text is None)})
+
+    # ------------------------------------------------------------------ actions
+    def actions_for(self, folder: Folder, path: Path, text: str, finding: "Finding", shown: "Location",
+                    diagnostic: types.Diagnostic | None) -> list[types.CodeAction]:
+        out: list[types.CodeAction | None] = []
+        lines = split_lines(text)
+        code = finding.code
+        on_this_file = resolve_file(folder.root, finding.location.file) == path
+        loc = finding.location
+        if on_this_file and loc.column is not None and loc.end_column is not None:
+            end_line = loc.end_line or loc.line
+            if code == "FXS103":
+                e = edits.replace_len(text, loc.line, loc.column, end_line, loc.end_column)
+                if e is not None:
+                    out.append(self._action(f"Replace with `{e.new_text}` (recorded in the graph)",
+                                            diagnostic, {path: (lines, [e], False)}, preferred=True))
+            if code == "FXS104":
+                e = edits.replace_int_shape(text, loc.line, loc.column, end_line, loc.end_column)
+                if e is not None:
+                    out.append(self._action(f"Replace with `{e.new_text}` (stays a traced value)",
+                                            diagnostic, {path: (lines, [e], False)}, preferred=True))
+        if code == "FXS405":
+            out.append(self._factory_action(folder, path, text, shown.line, diagnostic))
+        if code in _ERROR_CODES_FOR_LEAF:
+            scope = next((s for s in finding.scopes if s.path), None)
+            if scope is not None:
+                short = scope.type.rsplit(".", 1)[-1]
+                out.append(self._pyproject_action(
+                    folder, "leaf-modules", scope.type,
+                    f"Keep `{short}` opaque: add it to leaf-modules in pyproject.toml", diagnostic))
+            out.append(self._wrap_action(folder, finding, diagnostic))
+        s = edits.suppress(text, shown.line, code)
+        if s is not None:
+            out.append(self._action(f"Suppress {code} on this line", diagnostic, {path: (lines, [s], False)}))
+        return [a for a in out if a is not None]
+
+    def _wrap_action(self, folder: Folder, finding: "Finding", diagnostic: types.Diagnostic | None) -> types.CodeAction | None:
+        file = resolve_file(folder.root, finding.location.file)
+        if folder.root not in file.parents:
+            return None
+        text = self._text(file)
+        func = edits.enclosing_function(text or "", finding.location.line)
+        module = edits.module_name(file, self.ls.python_path(folder))
+        if func is None or module is None:
+            return None
+        return self._pyproject_action(folder, "wrap-functions", f"{module}:{func}",
+                                      f"Record `{func}` as one node: add it to wrap-functions in pyproject.toml",
+                                      diagnostic)
+
+    def _factory_action(self, folder: Folder, path: Path, text: str, line: int,
+                        diagnostic: types.Diagnostic | None) -> types.CodeAction | None:
+        found = _class_at(text, line)
+        module = edits.module_name(path, self.ls.python_path(folder))
+        if found is None or module is None:
+            return None
+        name, required = found
+        pyproject = folder.root / "pyproject.toml"
+        py_text = self._text(pyproject)
+        stub = edits.factory_stub(py_text, text, module, name, required)
+        if stub is None:
+            return None
+        py_edit, model_edit = stub
+        return self._action(f"Configure a factory for `{name}` (pyproject.toml and a build function)",
+                            diagnostic, {pyproject: (split_lines(py_text or ""), [py_edit], py_text is None),
+                                         path: (split_lines(text), [model_edit], False)})
+
+    def code_actions(self, params: types.CodeActionParams) -> list[types.CodeAction] | None:
+        only = params.context.only
+        if only and not any(k in (types.CodeActionKind.QuickFix, "quickfix") for k in only):
+            return []
+        path = uri_to_path(params.text_document.uri)
+        folder = self.ls.folders.for_path(path, create=False)
+        if path is None or folder is None or not self.ls.options_for(folder).enable:
+            return None
+        text = self._text(path)
+        if text is None:
+            return None
+        first, last = params.range.start.line + 1, params.range.end.line + 1
+        wanted = [(d, str(d.code), d.range.start.line + 1) for d in params.context.diagnostics
+                  if d.source == SOURCE and d.code is not None]
+        out: list[types.CodeAction] = []
+        seen: set[tuple[str, int]] = set()
+        for finding in folder.workspace.findings_for(path).findings:
+            shown = _shown(finding, folder.root, path)
+            if shown is None:
+                continue
+            match = next((d for d, code, line in wanted if code == finding.code and line == shown.line), None)
+            if match is None and not (first <= shown.line <= last):
+                continue
+            key = (finding.code, shown.line)
+            if key in seen:
+                continue
+            seen.add(key)
+            try:
+                out.extend(self.actions_for(folder, path, text, finding, shown, match))
+            except Exception:
+                log.exception("code actions for %s at %s:%s failed", finding.code, path, shown.line)
+        return out
+
+
+def register(ls: "FxscopeServer") -> CodeActionFeature:
+    feature = CodeActionFeature(ls)
+
+    @ls.feature(types.TEXT_DOCUMENT_CODE_ACTION,
+                types.CodeActionOptions(code_action_kinds=[types.CodeActionKind.QuickFix], resolve_provider=False))
+    def code_action(params: types.CodeActionParams) -> Any:
+        return feature.code_actions(params)
+
+    return feature

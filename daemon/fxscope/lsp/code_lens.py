@@ -1,0 +1,152 @@
+"""Code lens above each ``nn.Module`` class (``traced · 42 nodes · 3 instances``) whose click
+shows the class's graph, and the same summary as an inlay hint at the class line for editors
+without code lens (off by default: setting ``inlayHints``).
+
+>>> from fxscope.model import ClassSummary
+>>> s = ClassSummary("m.py", 3, "Net", "m.Net", ("m.py::Net",), "traced", nodes=42,
+...                  instances=("", "a", "b"))
+>>> lens_title(s, 0)
+'traced · 42 nodes · 3 instances'
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Sequence
+
+from lsprotocol import types
+
+from fxscope.lsp.diagnostics import resolve_file
+from fxscope.lsp.folders import Folder, uri_to_path
+from fxscope.lsp.positions import split_lines
+
+if TYPE_CHECKING:
+    from fxscope.lsp.server import FxscopeServer
+    from fxscope.model import ClassSummary
+
+__all__ = ["register", "lens_title", "graph_arguments", "SHOW_GRAPH"]
+
+SHOW_GRAPH = "fxscope.showGraph"
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def lens_title(summary: "ClassSummary", untraceable_lines: int) -> str:
+    """The one-line summary of a class."""
+    status = summary.status
+    if status == "traced":
+        parts = ["traced", _plural(summary.nodes, "node")]
+        if summary.instances:
+            parts.append(_plural(len(summary.instances), "instance"))
+        return " · ".join(parts)
+    if status == "partial":
+        return f"partial · {_plural(untraceable_lines or summary.findings, 'untraceable line')}"
+    if status == "skipped":
+        return "not traced: needs constructor arguments (configure a factory)"
+    if status == "pending":
+        return "fxscope: tracing…"
+    if status in ("failed", "error"):
+        reason = summary.reason or _plural(untraceable_lines or summary.findings, "untraceable line")
+        return f"failed · {reason}"
+    return f"not traced: {summary.reason or 'no traced model uses it'}"
+
+
+def graph_arguments(summary: "ClassSummary", folder_uri: str) -> list[Any] | None:
+    """``fxscope.showGraph`` arguments for a class: its own target's root graph, else the graph
+    of its first instance inside a model that contains it."""
+    if not summary.targets or summary.status in ("skipped", "not-traced"):
+        return None
+    own = [t for t in summary.targets if t.endswith(f"::{summary.qualname}")]
+    if own:
+        return [own[0], None, folder_uri]
+    module = summary.instances[0] if summary.instances else None
+    return [summary.targets[0], module, folder_uri]
+
+
+def _class_ends(text: str) -> dict[int, int]:
+    """Class line -> last line, from the buffer text (empty when it does not parse)."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return {}
+    return {n.lineno: n.end_lineno or n.lineno for n in ast.walk(tree) if isinstance(n, ast.ClassDef)}
+
+
+def _untraceable_lines(folder: Folder, path: Path, start: int, end: int | None) -> int:
+    if end is None:
+        return 0
+    ff = folder.workspace.findings_for(path)
+    lines = set()
+    for f in ff.findings:
+        loc = f.location if resolve_file(folder.root, f.location.file) == path else f.anchor
+        if loc is not None and f.severity == "error" and start <= loc.line <= end:
+            lines.add(loc.line)
+    return len(lines)
+
+
+class LensFeature:
+    def __init__(self, ls: "FxscopeServer") -> None:
+        self.ls = ls
+
+    def _summaries(self, uri: str) -> tuple[Folder, Path, list[str], list[tuple["ClassSummary", str]]] | None:
+        path = uri_to_path(uri)
+        folder = self.ls.folders.for_path(path, create=False)
+        if path is None or folder is None or not self.ls.options_for(folder).enable:
+            return None
+        text = self.ls.text_of(path) or ""
+        ends = _class_ends(text)
+        out = []
+        for s in folder.workspace.classes_in(path):
+            out.append((s, lens_title(s, _untraceable_lines(folder, path, s.line, ends.get(s.line)))))
+        return folder, path, split_lines(text), out
+
+    def code_lens(self, params: types.CodeLensParams) -> list[types.CodeLens] | None:
+        found = self._summaries(params.text_document.uri)
+        if found is None:
+            return None
+        folder, _, lines, summaries = found
+        if not self.ls.options_for(folder).code_lens:
+            return []
+        lenses = []
+        for summary, title in summaries:
+            if not 1 <= summary.line <= len(lines):
+                continue
+            args = graph_arguments(summary, folder.uri)
+            start = types.Position(line=summary.line - 1, character=0)
+            command = types.Command(title=title, command=SHOW_GRAPH if args else "", arguments=args)
+            lenses.append(types.CodeLens(range=types.Range(start=start, end=start), command=command))
+        return lenses
+
+    def inlay_hints(self, params: types.InlayHintParams) -> list[types.InlayHint] | None:
+        found = self._summaries(params.text_document.uri)
+        if found is None:
+            return None
+        folder, _, lines, summaries = found
+        if not self.ls.options_for(folder).inlay_hints:
+            return []
+        hints = []
+        first, last = params.range.start.line + 1, params.range.end.line + 1
+        for summary, title in summaries:
+            if not (first <= summary.line <= last and summary.line <= len(lines)):
+                continue
+            end = self.ls.encoder.line_length(lines[summary.line - 1])
+            hints.append(types.InlayHint(position=types.Position(line=summary.line - 1, character=end),
+                                         label=title, padding_left=True))
+        return hints
+
+
+def register(ls: "FxscopeServer") -> LensFeature:
+    feature = LensFeature(ls)
+
+    @ls.feature(types.TEXT_DOCUMENT_CODE_LENS, types.CodeLensOptions(resolve_provider=False))
+    def code_lens(params: types.CodeLensParams) -> Any:
+        return feature.code_lens(params)
+
+    @ls.feature(types.TEXT_DOCUMENT_INLAY_HINT, types.InlayHintOptions(resolve_provider=False))
+    def inlay_hint(params: types.InlayHintParams) -> Any:
+        return feature.inlay_hints(params)
+
+    return feature

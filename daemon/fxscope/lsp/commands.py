@@ -1,0 +1,137 @@
+"""``workspace/executeCommand``: ``fxscope.showGraph`` (text and a JSON graph clients can draw),
+``fxscope.retrace``, ``fxscope.clearCache``, ``fxscope.status``.
+
+Arguments are checked here (a malformed call is an InvalidParams error, never a crash).
+
+>>> from fxscope.model import GraphView, NodeInfo
+>>> view = GraphView("m.py::Net", None, "traced", (("", (NodeInfo("x", "placeholder", "x", "", "m.Net"),)),), ())
+>>> print(graph_text(view), end="")
+graph m.py::Net (root) · traced
+  x  placeholder  x  [<root> Net]
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pygls.exceptions import JsonRpcInvalidParams
+
+from fxscope.lsp.folders import Folder, uri_to_path
+
+if TYPE_CHECKING:
+    from fxscope.lsp.server import FxscopeServer
+    from fxscope.model import GraphView
+
+__all__ = ["register", "graph_text", "SHOW_GRAPH", "RETRACE", "CLEAR_CACHE", "STATUS"]
+
+log = logging.getLogger("fxscope.lsp")
+
+SHOW_GRAPH, RETRACE, CLEAR_CACHE, STATUS = "fxscope.showGraph", "fxscope.retrace", "fxscope.clearCache", "fxscope.status"
+
+
+def graph_text(view: "GraphView") -> str:
+    """A plain-text rendering: one block per graph, one line per node with its scope and line."""
+    out = []
+    for module, nodes in view.graphs:
+        title = "root" if module == "" else module
+        out.append(f"graph {view.target} ({title}) · {view.status}")
+        rows = [(n.name, n.op, n.target,
+                 f"[{n.scope or '<root>'} {n.scope_type.rsplit('.', 1)[-1]}]",
+                 f"{n.location.file}:{n.location.line}" if n.location else "") for n in nodes]
+        if rows:
+            widths = [max(len(r[i]) for r in rows) for i in range(3)]
+            for r in rows:
+                line = f"  {r[0]:<{widths[0]}}  {r[1]:<{widths[1]}}  {r[2]:<{widths[2]}}  {r[3]}"
+                out.append(f"{line}  {r[4]}".rstrip() if r[4] else line.rstrip())
+    if not view.graphs:
+        out.append(f"graph {view.target} · {view.status} (no graph)")
+    for f in view.findings:
+        out.append(f"{f.location.file}:{f.location.line}: {f.code} {f.message}")
+    return "\n".join(out) + "\n"
+
+
+def _invalid(message: str) -> JsonRpcInvalidParams:
+    return JsonRpcInvalidParams(message)
+
+
+class Commands:
+    def __init__(self, ls: "FxscopeServer") -> None:
+        self.ls = ls
+
+    def _folder(self, uri: Any) -> list[Folder]:
+        if uri is None:
+            return self.ls.folders.all()
+        if not isinstance(uri, str):
+            raise _invalid("expected a folder or document URI")
+        path = uri_to_path(uri)
+        folder = self.ls.folders.for_path(path, create=False)
+        if folder is None:
+            raise _invalid(f"{uri} is not in any workspace folder")
+        return [folder]
+
+    def show_graph(self, args: tuple[Any, ...]) -> dict[str, Any]:
+        if not args or not isinstance(args[0], str) or len(args) > 3:
+            raise _invalid("fxscope.showGraph expects (target id, module path or null, folder URI or null)")
+        target = args[0]
+        module = args[1] if len(args) > 1 else None
+        if module is not None and not isinstance(module, str):
+            raise _invalid("the module path must be a string or null")
+        for folder in self._folder(args[2] if len(args) > 2 else None):
+            view = folder.workspace.graph(target, module)
+            if view.status != "unknown" or view.graphs:
+                return {"text": graph_text(view), "graph": view.to_json(), "folder": folder.uri}
+        raise _invalid(f"no target {target!r}")
+
+    def retrace(self, args: tuple[Any, ...]) -> dict[str, Any]:
+        if len(args) > 1:
+            raise _invalid("fxscope.retrace expects at most one URI (a document or folder)")
+        uri = args[0] if args else None
+        path = uri_to_path(uri) if isinstance(uri, str) else None
+        folders = self._folder(uri)
+        for folder in folders:
+            paths = None if path is None or path == folder.root else [path]
+            self.ls.progress.expect_round(folder, "fxscope: re-tracing")
+            folder.workspace.retrace(paths)
+        return {"retracing": [f.uri for f in folders]}
+
+    def clear_cache(self, args: tuple[Any, ...]) -> dict[str, Any]:
+        folders = self._folder(args[0] if args else None)
+        for folder in folders:
+            folder.workspace.clear_cache()
+        return {"cleared": [f.uri for f in folders]}
+
+    def status(self, args: tuple[Any, ...]) -> dict[str, Any]:
+        out = []
+        for folder in self._folder(args[0] if args else None):
+            st = folder.workspace.status()
+            out.append({"folder": folder.uri, "root": str(st.root), "total": st.total, "done": st.done,
+                        "running": st.running, "queued": st.queued, "generation": st.generation,
+                        "last_duration_ms": st.last_duration_ms, "worker": st.worker,
+                        "config_error": st.config_error, "checks": st.checks, "torch": st.torch})
+        return {"server": {"pid": self.ls.pid, "encoding": self.ls.encoder.encoding,
+                           "diagnostics": "pull" if self.ls.diagnostics.pull else "push"},
+                "folders": out}
+
+
+def register(ls: "FxscopeServer") -> Commands:
+    commands = Commands(ls)
+
+    @ls.command(SHOW_GRAPH)
+    def show_graph(*args):  # type: ignore[no-untyped-def]
+        return commands.show_graph(args)
+
+    @ls.command(RETRACE)
+    def retrace(*args):  # type: ignore[no-untyped-def]
+        return commands.retrace(args)
+
+    @ls.command(CLEAR_CACHE)
+    def clear_cache(*args):  # type: ignore[no-untyped-def]
+        return commands.clear_cache(args)
+
+    @ls.command(STATUS)
+    def status(*args):  # type: ignore[no-untyped-def]
+        return commands.status(args)
+
+    return commands

@@ -1,0 +1,171 @@
+"""Hover: the graph nodes a line produced, grouped by module instance (identical instances
+collapsed, "× 12"), and the summary of an ``nn.Module`` class under the cursor.
+
+>>> print(instance_pattern(["blocks.0.attn", "blocks.1.attn", "blocks.11.attn"]))
+blocks.*.attn
+"""
+
+from __future__ import annotations
+
+import re
+from collections import OrderedDict
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Sequence
+
+from lsprotocol import types
+
+from fxscope.lsp.folders import Folder, uri_to_path
+from fxscope.lsp.positions import split_lines
+
+if TYPE_CHECKING:
+    from fxscope.lsp.server import FxscopeServer
+    from fxscope.model import ClassSummary, NodeInfo
+
+__all__ = ["register", "nodes_markdown", "class_markdown", "instance_pattern", "word_at"]
+
+#: Nodes listed per module instance group before "… N more".
+MAX_NODES = 12
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _short(type_name: str) -> str:
+    return type_name.rsplit(".", 1)[-1]
+
+
+def instance_pattern(paths: Sequence[str]) -> str:
+    """One label for several module paths: components that differ become ``*``."""
+    if len(paths) == 1:
+        return paths[0] or "<root>"
+    split = [p.split(".") for p in paths]
+    if len({len(s) for s in split}) != 1:
+        return f"{paths[0] or '<root>'}, …"
+    parts = [col[0] if len(set(col)) == 1 else "*" for col in zip(*split)]
+    return ".".join(parts)
+
+
+def _relative_target(node: "NodeInfo") -> str:
+    """The node's call target with its own instance's path removed (so instances compare equal)."""
+    if node.op == "call_module" and node.scope and node.target.startswith(node.scope + "."):
+        return node.target[len(node.scope) + 1:]
+    return node.target
+
+
+def nodes_markdown(nodes: Sequence["NodeInfo"], markdown: bool = True) -> str | None:
+    """The hover text for the nodes of one line (None when there are none)."""
+    if not nodes:
+        return None
+    # group: target -> instance (scope, type) -> nodes, in first-seen order
+    by_target: "OrderedDict[str, OrderedDict[tuple[str, str], list[NodeInfo]]]" = OrderedDict()
+    for n in nodes:
+        by_target.setdefault(n.target_id, OrderedDict()).setdefault((n.scope, n.scope_type), []).append(n)
+    out: list[str] = []
+    total = len(nodes)
+    out.append(f"**fxscope** · {total} graph node{'s' if total != 1 else ''} from this line")
+    for target_id, instances in by_target.items():
+        if len(by_target) > 1 or target_id:
+            out.append(f"\ntarget `{target_id}`" if markdown else f"\ntarget {target_id}")
+        # collapse instances of the same type whose nodes are identical (op + relative target)
+        groups: "OrderedDict[tuple, list[tuple[str, list[NodeInfo]]]]" = OrderedDict()
+        for (scope, scope_type), members in instances.items():
+            signature = (scope_type, tuple((m.op, _relative_target(m)) for m in members))
+            groups.setdefault(signature, []).append((scope, members))
+        for (scope_type, _), members in groups.items():
+            label = f"{instance_pattern([s for s, _ in members])}: {_short(scope_type)}"
+            if len(members) > 1:
+                label += f" × {len(members)}"
+            out.append(f"\n`{label}`" if markdown else f"\n{label}")
+            rows = members[0][1]
+            width_name = max(len(r.name) for r in rows[:MAX_NODES])
+            width_op = max(len(r.op) for r in rows[:MAX_NODES])
+            body = [f"{r.name:<{width_name}}  {r.op:<{width_op}}  {_relative_target(r)}"
+                    + (f"  {list(r.shape)}" if r.shape is not None else "") for r in rows[:MAX_NODES]]
+            if len(rows) > MAX_NODES:
+                body.append(f"… {len(rows) - MAX_NODES} more")
+            out.append("```text\n" + "\n".join(body) + "\n```" if markdown else "\n".join(body))
+    return "\n".join(out)
+
+
+def class_markdown(summary: "ClassSummary", target_status: dict[str, str], markdown: bool = True) -> str:
+    """The hover text for an ``nn.Module`` class."""
+    tick = "`" if markdown else ""
+    lines = [f"**{_short(summary.qualname)}** ({tick}{summary.type_name}{tick}) · {summary.status}"]
+    if summary.targets:
+        per = ", ".join(f"{tick}{t}{tick} ({target_status.get(t, summary.status)})" for t in summary.targets)
+        lines.append(f"- targets: {per}")
+    if summary.instances:
+        shown = ", ".join(f"{tick}{i or '<root>'}{tick}" for i in summary.instances[:6])
+        more = f" … ({len(summary.instances)} in all)" if len(summary.instances) > 6 else ""
+        lines.append(f"- instances: {shown}{more}")
+    if summary.status in ("traced", "partial") or summary.nodes:
+        lines.append(f"- nodes: {summary.nodes}")
+    if summary.leaf_children:
+        lines.append("- leaf children: " + ", ".join(f"{tick}{c}{tick}" for c in summary.leaf_children))
+    lines.append(f"- findings: {summary.findings}")
+    if summary.reason:
+        lines.append(f"- {summary.reason}")
+    return "\n".join(lines)
+
+
+def word_at(line_text: str, column: int) -> str | None:
+    """The identifier at 1-based code-point ``column`` (or just before it)."""
+    for m in _WORD.finditer(line_text):
+        if m.start() < column <= m.end() + 1:
+            return m.group(0)
+    return None
+
+
+class HoverFeature:
+    def __init__(self, ls: "FxscopeServer") -> None:
+        self.ls = ls
+
+    @property
+    def markdown(self) -> bool:
+        caps = self.ls.client_capabilities
+        hover = caps.text_document.hover if caps and caps.text_document else None
+        formats = hover.content_format if hover else None
+        return not formats or types.MarkupKind.Markdown in formats
+
+    def hover(self, params: types.HoverParams) -> types.Hover | None:
+        path = uri_to_path(params.text_document.uri)
+        folder = self.ls.folders.for_path(path, create=False)
+        if path is None or folder is None or not self.ls.options_for(folder).enable:
+            return None
+        lines = split_lines(self.ls.text_of(path) or "")
+        if params.position.line >= len(lines):
+            return None
+        line_no, column = self.ls.encoder.to_store(lines, params.position)
+        text = self.class_hover(folder, path, lines[line_no - 1], line_no, column)
+        if text is None:
+            text = nodes_markdown(folder.workspace.nodes_at(path, line_no), self.markdown)
+        if text is None:
+            return None
+        kind = types.MarkupKind.Markdown if self.markdown else types.MarkupKind.PlainText
+        return types.Hover(contents=types.MarkupContent(kind=kind, value=text))
+
+    def class_hover(self, folder: Folder, path: Path, line_text: str, line_no: int, column: int) -> str | None:
+        word = word_at(line_text, column)
+        if word is None:
+            return None
+        summaries = [s for s in folder.workspace.classes_in(path) if _short(s.qualname) == word]
+        if not summaries:
+            return None
+        # the class defined on this line, else the only class of that name in the file
+        exact = [s for s in summaries if s.line == line_no]
+        summary = (exact or summaries)[0]
+        status: dict[str, str] = {}
+        for t in summary.targets[:6]:
+            try:
+                status[t] = folder.workspace.graph(t).status
+            except Exception:
+                continue
+        return class_markdown(summary, status, self.markdown)
+
+
+def register(ls: "FxscopeServer") -> HoverFeature:
+    feature = HoverFeature(ls)
+
+    @ls.feature(types.TEXT_DOCUMENT_HOVER)
+    def hover(params: types.HoverParams) -> Any:
+        return feature.hover(params)
+
+    return feature
