@@ -94,10 +94,23 @@ is a fresh process."
             (list :initializationOptions fxscope-initialization-options))))
 
 ;;;###autoload
+(defun fxscope-project-try-pyproject (dir)
+  "Return a project rooted at the nearest pyproject.toml above DIR, or nil.
+`fxscope-eglot-setup' adds it to `project-find-functions' after the
+version control backend: it gives eglot the workspace root of a Python
+project that is not in a repository, where the file's own directory
+would otherwise become the root and its imports would fail."
+  (let ((root (locate-dominating-file dir "pyproject.toml")))
+    (and root (cons 'transient (file-name-as-directory
+                                (expand-file-name root))))))
+
+;;;###autoload
 (defun fxscope-eglot-setup ()
   "Make fxscope eglot's language server for `fxscope-python-modes'.
 The entry goes in front of `eglot-server-programs', so \\[eglot] and
 `eglot-ensure' start fxscope in Python buffers."
+  (with-eval-after-load 'project
+    (add-hook 'project-find-functions #'fxscope-project-try-pyproject 90))
   (with-eval-after-load 'eglot
     (setq eglot-server-programs
           (cons (cons fxscope-python-modes #'fxscope-eglot-contact)
