@@ -1,5 +1,9 @@
 """``fxscope graph``: print a target's FX graphs with each node's scope and source line.
 
+``--module PATH`` shows that module's own graph, or, for a module traced inline in its parent's
+graph, the nodes of its scope cut out of the parent's graph; a module's findings are listed too.
+``--format html`` writes one self-contained page drawn by the bundled graph renderer.
+
 >>> report = {"targets": [{"id": "m.py::Net", "graphs": [{"module": "", "nodes": [
 ...     {"name": "x", "op": "placeholder", "target": "x", "scope": "", "scope_type": "m.Net"}]}]}]}
 >>> print(render_graphs(report, "m.py::Net", None, "text"), end="")
@@ -10,8 +14,11 @@ graph m.py::Net (root)
 from __future__ import annotations
 
 import json
+import sys
+from pathlib import Path
 from typing import Any
 
+from fxscope.graphview import GraphModuleError, graph_document, render_html
 from fxscope.project.discovery import Discovery, Target
 
 __all__ = ["resolve_target", "render_graphs", "GraphTargetError"]
@@ -34,24 +41,28 @@ def resolve_target(discovery: Discovery, name: str) -> Target:
     raise GraphTargetError(f"{name!r} is ambiguous: {', '.join(t.id for t in matches)}")
 
 
-def _graphs(report: dict[str, Any], target_id: str, module: str | None) -> list[dict[str, Any]]:
-    entry = next((t for t in report["targets"] if t["id"] == target_id), None)
-    graphs = (entry or {}).get("graphs") or []
-    if module is not None:
-        graphs = [g for g in graphs if g["module"] == module]
-        if not graphs:
-            raise GraphTargetError(f"target {target_id!r} has no graph for module {module!r}")
-    return graphs
+def _document(report: dict[str, Any], target_id: str, module: str | None) -> dict[str, Any]:
+    try:
+        return dict(graph_document(report, target_id, module))
+    except GraphModuleError as e:
+        raise GraphTargetError(str(e)) from None
 
 
 def _where(node: dict[str, Any]) -> str:
     return f"{node['file']}:{node['line']}" if node.get("file") else ""
 
 
-def _text(target_id: str, graphs: list[dict[str, Any]]) -> str:
+def _title(target_id: str, graph_module: str, module: str | None) -> str:
+    if module is None or module == graph_module:
+        return f"graph {target_id} ({graph_module or 'root'})"
+    return f"graph {target_id} ({module}, traced inline in the graph of {graph_module or 'root'})"
+
+
+def _text(doc: dict[str, Any]) -> str:
+    target_id, module = doc["target"], doc["module"]
     lines: list[str] = []
-    for g in graphs:
-        lines.append(f"graph {target_id} ({g['module'] or 'root'})")
+    for g in doc["graphs"]:
+        lines.append(_title(target_id, g["module"], module))
         rows = [(n["name"], n["op"], n["target"], f"[{n['scope'] or '<root>'} {n['scope_type']}]", _where(n))
                 for n in g["nodes"]]
         widths = [max((len(r[i]) for r in rows), default=0) for i in range(3)]
@@ -59,8 +70,18 @@ def _text(target_id: str, graphs: list[dict[str, Any]]) -> str:
             text = "  " + "  ".join(r[i].ljust(widths[i]) for i in range(3)) + "  " + r[3]
             lines.append((text + ("  " + r[4] if r[4] else "")).rstrip())
         lines.append("")
-    if not graphs:
-        lines.append(f"{target_id}: no graph (the target failed to trace; see `fxscope check`)")
+    if not doc["graphs"]:
+        if module is not None:
+            status = next((m["status"] for m in doc["modules"] if m.get("path") == module), doc["status"])
+            lines.append(f"{target_id}: module {module or '<root>'} has no graph nodes (status {status})")
+        else:
+            lines.append(f"{target_id}: no graph (the target failed to trace; see `fxscope check`)")
+    if doc["findings"] and (module is not None or not doc["graphs"]):
+        if doc["graphs"]:
+            lines.append("findings:")
+        for f in doc["findings"]:
+            col = f":{f['column']}" if f.get("column") else ""
+            lines.append(f"  {f.get('file', '')}:{f.get('line', '')}{col}: {f['code']} {f['message']}")
     return "\n".join(lines).rstrip("\n") + "\n"
 
 
@@ -69,6 +90,7 @@ def _dot_escape(text: str) -> str:
 
 
 def _dot(target_id: str, graphs: list[dict[str, Any]]) -> str:
+    """Graphviz source: one cluster per graph, an edge per node input."""
     out = ["digraph fxscope {", "  rankdir=TB;", '  node [shape=box, fontname="monospace"];']
     for gi, g in enumerate(graphs):
         out.append(f'  subgraph cluster_{gi} {{ label="{_dot_escape(target_id)} ({_dot_escape(g["module"] or "root")})";')
@@ -87,11 +109,31 @@ def _dot(target_id: str, graphs: list[dict[str, Any]]) -> str:
     return "\n".join(out) + "\n"
 
 
-def render_graphs(report: dict[str, Any], target_id: str, module: str | None, fmt: str) -> str:
-    """The graphs of ``target_id`` (optionally only ``module``) as text, dot or json."""
-    graphs = _graphs(report, target_id, module)
+def render_graphs(report: dict[str, Any], target_id: str, module: str | None, fmt: str,
+                  root: Path | None = None) -> str:
+    """The graphs of ``target_id`` (optionally only ``module``) as text, dot, json or html
+    (html reads source snippets from files under ``root``)."""
+    doc = _document(report, target_id, module)
     if fmt == "json":
-        return json.dumps({"target": target_id, "graphs": graphs}, indent=2) + "\n"
+        out: dict[str, Any] = {"target": target_id, "graphs": doc["graphs"]}
+        if module is not None:
+            out.update(module=module, findings=doc["findings"])
+        return json.dumps(out, indent=2) + "\n"
     if fmt == "dot":
-        return _dot(target_id, graphs)
-    return _text(target_id, graphs)
+        return _dot(target_id, doc["graphs"])
+    if fmt == "html":
+        title = target_id + (f" \u203a {module}" if module else "")
+        return render_html([doc], title=title, root=root, subtitle=f"status: {doc['status']}")
+    return _text(doc)
+
+
+def write_html_report(report: dict[str, Any], directory: Path, root: Path, *, keep_graphs: bool) -> dict[str, Any]:
+    """``check --html-report DIR``: write DIR/index.html from a report made with graphs; return
+    the report for the other outputs (without graphs unless ``--graphs`` asked for them)."""
+    from fxscope.graphview import write_report
+
+    out = write_report(report, directory, root=root)
+    sys.stderr.write(f"fxscope: wrote {out}\n")
+    if keep_graphs:
+        return report
+    return {**report, "targets": [{k: v for k, v in t.items() if k != "graphs"} for t in report.get("targets") or ()]}

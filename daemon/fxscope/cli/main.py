@@ -74,13 +74,15 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--graphs", action="store_true", help="include every FX graph in --format json")
     check.add_argument("--color", choices=("auto", "always", "never"), default="auto")
     check.add_argument("--daemon", action="store_true", help="ask the warm background daemon (starts it if needed)")
+    check.add_argument("--html-report", type=Path, metavar="DIR",
+                       help="also write DIR/index.html: every target's graph and findings, linked to source snippets")
     check.add_argument("--retry-faults", action="store_true",
                        help="trace again the targets whose cached result is a timeout or crash")
 
     graph = sub.add_parser("graph", parents=[common], help="print the FX graph(s) of a target")
     graph.add_argument("target", help="target id (path/file.py::Class or a factory name), or a unique class name")
     graph.add_argument("--module", default=None, help="only the graph of this module path ('' = root)")
-    graph.add_argument("--format", choices=("text", "dot", "json"), default="text")
+    graph.add_argument("--format", choices=("text", "dot", "json", "html"), default="text")
 
     daemon = sub.add_parser("daemon", parents=[common], help="manage the warm background daemon")
     daemon.add_argument("action", choices=("start", "stop", "status", "run"))
@@ -164,6 +166,9 @@ def cmd_check(args: argparse.Namespace) -> int:
         filters.parse_selectors(args.ignore or [])
     except ValueError as e:
         raise UsageError(str(e)) from None
+    want_graphs = args.graphs
+    if args.html_report is not None:
+        args.graphs = True  # the HTML report draws every target's graph
     report = _run_check(args, root, config)
     report = filters.select_findings(report, args.select, args.ignore)
     report = filters.apply_suppressions(report, root)
@@ -176,6 +181,13 @@ def cmd_check(args: argparse.Namespace) -> int:
             report = baseline.filter_baseline(report, args.baseline, root)
         except ValueError as e:
             raise UsageError(str(e)) from None
+    if args.html_report is not None:
+        from fxscope.cli.graph_output import write_html_report
+
+        try:
+            report = write_html_report(report, args.html_report, root, keep_graphs=want_graphs)
+        except OSError as e:
+            raise UsageError(f"cannot write the HTML report to {args.html_report}: {e.strerror or e}") from None
     sys.stdout.write(render(report, args.format, color=_use_color(args.color), root=root))
     sys.stdout.flush()
     return filters.exit_code(report, args.fail_on)
@@ -191,7 +203,7 @@ def cmd_graph(args: argparse.Namespace) -> int:
         with _engine(args, root, config) as engine:
             target = resolve_target(engine.discover(), args.target)
             report = engine.check(target_ids=[target.id], graphs=True, use_cache=not args.no_cache)
-        sys.stdout.write(render_graphs(report, target.id, args.module, args.format))
+        sys.stdout.write(render_graphs(report, target.id, args.module, args.format, root=root))
     except GraphTargetError as e:
         raise UsageError(str(e)) from None
     return EXIT_OK

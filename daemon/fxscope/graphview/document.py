@@ -58,13 +58,16 @@ def _node(n: Mapping[str, Any]) -> dict[str, Any]:
 
 def module_subgraph(graphs: Iterable[Mapping[str, Any]], module: str) -> list[dict[str, Any]]:
     """The graphs of ``module``: its own graph when it was traced on its own, else the nodes of
-    its scope cut out of every graph that traced it inline (inputs from outside are dropped)."""
+    its scope cut out of the graphs of enclosing modules that traced it inline (inputs from
+    outside the scope are dropped)."""
     graphs = list(graphs)
     own = [g for g in graphs if g.get("module", "") == module]
     if own:
         return [{"module": module, "nodes": [_node(n) for n in g.get("nodes") or ()]} for g in own]
     out = []
     for g in graphs:
+        if not within(module, str(g.get("module", ""))):
+            continue  # only a graph of an enclosing module can hold this module's nodes inline
         nodes = [_node(n) for n in g.get("nodes") or () if within(str(n.get("scope", "")), module)]
         if not nodes:
             continue
