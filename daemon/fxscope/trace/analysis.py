@@ -166,11 +166,14 @@ def analyze(
     sites: dict[tuple[int, str], SourceLocation] | None = None,
     extra_findings: list[Finding] | None = None,
     inputs: Mapping[str, Any] | None = None,
+    wrap_functions: tuple[Callable[..., Any], ...] = (),
 ) -> TraceReport:
     """Trace ``model`` recursively and collect findings, hazards and module statuses. With
     ``inputs`` (forward parameter -> example tensor, any device), tracing is shape-aware
-    (:mod:`fxscope.trace.shapes`)."""
-    gc = GraphCollection(is_user_file=is_user_file, leaf_types=leaf_types, inputs=inputs)
+    (:mod:`fxscope.trace.shapes`). ``wrap_functions`` are recorded as one ``call_function`` node
+    each, never traced into (fx's ``autowrap_functions``)."""
+    gc = GraphCollection(is_user_file=is_user_file, leaf_types=leaf_types, inputs=inputs,
+                         wrap_functions=wrap_functions)
     gc.sites = sites or {}
     gc.recursive_trace(model, concrete_args)
     findings = FindingSet()

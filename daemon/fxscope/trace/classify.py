@@ -10,11 +10,13 @@ means what, and how to quote the offending expression.
 from __future__ import annotations
 
 import dis
+import re
 import linecache
 import os
 import sys
 import types
 
+import torch
 from torch.fx.proxy import TraceError
 
 from fxscope.trace.frames import SourceLocation
@@ -57,6 +59,31 @@ def is_numpy(filename: str) -> bool:
     return filename.startswith(os.path.dirname(base))
 
 
+def _index_of(instructions: list[dis.Instruction], offset: int) -> int:
+    for i, ins in enumerate(instructions):
+        if ins.offset == offset:
+            return i
+    return len(instructions)
+
+
+def _leads_to_assert(instructions: list[dis.Instruction], i: int) -> bool:
+    """Whether the instruction at ``i`` is (after stack clean-up and forward jumps, as in a
+    chained comparison ``assert 0 < x < 9``) the raise of an ``assert``."""
+    for _ in range(4):
+        if i >= len(instructions):
+            return False
+        ins = instructions[i]
+        if ins.opname == "LOAD_ASSERTION_ERROR":
+            return True
+        if ins.opname in ("POP_TOP", "NOP"):
+            i += 1
+        elif ins.opname == "JUMP_FORWARD":
+            i = _index_of(instructions, ins.argval)
+        else:
+            return False
+    return False
+
+
 def bool_construct(frame: types.FrameType) -> str:
     """Which Python construct asked for the bool at ``frame``'s current instruction."""
     try:
@@ -68,8 +95,8 @@ def bool_construct(frame: types.FrameType) -> str:
             if ins.opname in _JUMP_CONSTRUCTS:
                 return _JUMP_CONSTRUCTS[ins.opname]
             if "JUMP" in ins.opname:
-                nxt = instructions[i + 1] if i + 1 < len(instructions) else None
-                if nxt is not None and nxt.opname == "LOAD_ASSERTION_ERROR":
+                if _leads_to_assert(instructions, i + 1) or (
+                        isinstance(ins.argval, int) and _leads_to_assert(instructions, _index_of(instructions, ins.argval))):
                     return "an `assert`"
                 return "an `if`/`while` condition"
             if ins.opname in ("CALL", "PRECALL", "CALL_FUNCTION"):
@@ -78,24 +105,63 @@ def bool_construct(frame: types.FrameType) -> str:
     return "Python control flow"
 
 
-def classify_exception(e: BaseException, numpy_involved: bool, loc: SourceLocation) -> tuple[str, str]:
-    """Map an exception raised while tracing to a finding code and message."""
+def classify_exception(e: BaseException, numpy_involved: bool, loc: SourceLocation,
+                       frame: types.FrameType | None = None) -> tuple[str, str, str | None]:
+    """Map an exception raised while tracing to a finding code, message and (when the code's
+    help text does not fit) a hint. ``frame`` is the frame executing at ``loc``, if known."""
     text = str(e)
     name = type(e).__name__
     if numpy_involved or "__array" in text:
-        return "FXS106", f"a traced value reaches numpy, which needs real data ({name}: {text})"
+        return "FXS106", f"a traced value reaches numpy, which needs real data ({name}: {text})", None
     if isinstance(e, TraceError) and "iterated" in text:
-        return "FXS102", f"a traced value is iterated in {quoted(loc, 'this expression')}; its length is unknown while tracing"
+        return ("FXS102", f"a traced value is iterated in {quoted(loc, 'this expression')}; its length is "
+                "unknown while tracing", None)
     if isinstance(e, TraceError) and "control flow" in text:
-        return "FXS101", f"{subject(loc)} decides Python control flow"
+        return "FXS101", f"{subject(loc)} decides Python control flow", None
     if "'len' is not supported" in text:
-        return "FXS103", f"`len()` of traced value {quoted(loc)}"
+        return "FXS103", f"`len()` of traced value {quoted(loc)}", None
+    if isinstance(e, TypeError) and "slice indices must be" in text:
+        return _untraced_slice(loc, frame)
     if isinstance(e, TypeError) and "Proxy" in text:
         if "item assignment" in text:
-            return "FXS105", f"item assignment into traced value {quoted(loc)}"
-        if any(s in text for s in ("interpreted as an integer", "indices must be", "int() argument",
-                                   "float() argument", "must be real number")):
-            return "FXS104", f"traced value used as a Python number or index in {quoted(loc, 'this expression')}"
+            return "FXS105", f"item assignment into traced value {quoted(loc)}", None
+        if any(s in text for s in ("interpreted as an integer", "indices must be", "int() argument")):
+            return ("FXS104", f"a traced value is used as a Python integer in {quoted(loc, 'this expression')}; "
+                    "its value is unknown while tracing", None)
+        if any(s in text for s in ("float() argument", "must be real number")):
+            return ("FXS104", f"a traced value is used as a Python float in {quoted(loc, 'this expression')}; "
+                    "its value is unknown while tracing", None)
+    sizes = _VARARG_SIZES.match(text) if isinstance(e, TypeError) else None
+    if sizes is not None and callable(getattr(torch, sizes.group(1), None)):
+        return ("FXS104", f"traced sizes are passed one by one in {quoted(loc, 'this call')}, which needs "
+                f"Python ints there ({name}: {text})",
+                "Pass the sizes as one tuple, e.g. `torch.ones((b, n))` instead of `torch.ones(b, n)`: "
+                "torch.fx records a factory call whose size tuple holds traced values.")
     if isinstance(e, RecursionError):
-        return "FXS107", "RecursionError: maximum recursion depth exceeded while tracing"
-    return "FXS107", f"{name}: {text}" if text else name
+        return "FXS107", "RecursionError: maximum recursion depth exceeded while tracing", None
+    return "FXS107", f"{name}: {text}" if text else name, None
+
+
+#: torch factories given traced sizes as separate arguments: `torch.ones(b, n)`, `torch.randn(b, n)`.
+_VARARG_SIZES = re.compile(r"^(\w+)\(\) (takes \d+ positional arguments? but \d+ were given|received an invalid "
+                           r"combination of arguments - got \((Proxy|[^)]*, Proxy))")
+
+
+def _untraced_slice(loc: SourceLocation, frame: types.FrameType | None) -> tuple[str, str, str | None]:
+    """FXS104 for slicing a tensor torch.fx does not trace (a buffer, a constant) with traced
+    bounds: ``self.bias[:, :, :T, :T]``."""
+    text = snippet(loc, limit=200) or ""
+    head = text.split("[", 1)[0].strip()
+    what = "a tensor that is not traced"
+    owner = frame.f_locals.get("self") if frame is not None and head.startswith("self.") else None
+    attr = head[len("self."):]
+    buffers = getattr(owner, "_buffers", None)
+    if isinstance(buffers, dict) and attr in buffers:
+        what = f"buffer `{head}`, which torch.fx does not trace (it proxies parameters, not buffers)"
+    elif head and "(" not in head:
+        what = f"`{head}`, which is not a traced value"
+    return ("FXS104",
+            f"{quoted(loc, 'this slice')} slices {what}, with traced bounds; slicing it needs Python ints",
+            "Slice with `.narrow(dim, start, length)`, which torch.fx records with traced lengths (e.g. "
+            "`self.bias.narrow(2, 0, T).narrow(3, 0, T)` for `self.bias[:, :, :T, :T]`), or make the "
+            "bounds concrete.")

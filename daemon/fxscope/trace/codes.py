@@ -42,7 +42,8 @@ _TABLE = [
         "Symbolic tracing cannot know the value of a tensor, so `if`, `while`, `assert`, `bool()`, "
         "`and`, `or` and `not` on it cannot be recorded. Compute both branches and select with "
         "`torch.where`, move the decision into a function marked with `torch.fx.wrap`, pass the "
-        "deciding argument as a concrete arg, or register the module as a leaf.",
+        "deciding argument as a concrete arg, or register the module as a leaf. For an `assert`, "
+        "use `torch._assert(cond, msg)` (recorded as a node) or remove it.",
     ),
     Code(
         "FXS102", "traced-iteration", "error",
@@ -60,9 +61,10 @@ _TABLE = [
     Code(
         "FXS104", "traced-python-number", "error",
         "A traced value is used as a Python number or index",
-        "`int()`, `float()`, `range()` and list indexing need a concrete number. Keep the value as a "
-        "tensor (`torch.arange`, `torch.index_select`, `x.narrow`), pass it as a concrete arg, or "
-        "move the code into a function marked with `torch.fx.wrap`.",
+        "`int()`, `float()`, `range()` and list indexing need a concrete number. Keep the computation "
+        "in torch ops, which accept traced sizes (`torch.arange(n)` instead of `range(n)`, "
+        "`torch.zeros((b, n))`, `torch.index_select` instead of indexing a list), pass the value as a "
+        "concrete arg, or move the code into a function marked with `torch.fx.wrap`.",
     ),
     Code(
         "FXS105", "traced-item-assignment", "error",

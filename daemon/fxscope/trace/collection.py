@@ -97,9 +97,12 @@ class GraphCollection:
     """
 
     def __init__(self, is_user_file: Callable[[str], bool] | None = None,
-                 leaf_types: tuple[type, ...] = (), inputs: Mapping[str, Any] | None = None) -> None:
+                 leaf_types: tuple[type, ...] = (), inputs: Mapping[str, Any] | None = None,
+                 wrap_functions: tuple[Callable[..., Any], ...] = ()) -> None:
         self._classifier = FrameClassifier(is_user_file)
         self._leaf_types = leaf_types
+        #: Functions recorded as one node, never traced into (fx's ``autowrap_functions``).
+        self.wrap_functions = tuple(wrap_functions)
         #: Example inputs of the root's forward (shape-aware mode, see ``fxscope.trace.shapes``);
         #: None traces without them.
         self.inputs = inputs
@@ -171,14 +174,15 @@ class GraphCollection:
         self.findings = FindingSet()
         self.model = model
         self.paths = {m: name for name, m in model.named_modules()}
-        queue: deque[tuple[nn.Module, dict[str, Any] | None]] = deque([(model, concrete_args)])
+        # (module, concrete args, traced with stand-in arguments: never called in any trace)
+        queue: deque[tuple[nn.Module, dict[str, Any] | None, bool]] = deque([(model, concrete_args, False)])
         queued = {id(model)}
         seen_calls: dict[int, tuple[tuple, dict]] = {}
         anchors: dict[int, Any] = {}
         while queue:
-            mod, cargs = queue.popleft()
+            mod, cargs, stand_in = queue.popleft()
             prefix = self.paths.get(mod, "")
-            tracer = self._new_tracer(mod, prefix, anchors.get(id(mod)), seen_calls.get(id(mod)))
+            tracer = self._new_tracer(mod, prefix, anchors.get(id(mod)), seen_calls.get(id(mod)), stand_in)
             graph = tracer.trace(mod, concrete_args=cargs)
             self.tracers.append(tracer)
             self.findings.extend(tracer.findings)
@@ -195,20 +199,22 @@ class GraphCollection:
                 for child in self._traceable_children(m, tracer):
                     if id(child) not in queued:
                         queued.add(id(child))
-                        queue.append((child, _concrete_args_from_call(child, seen_calls.get(id(child)))))
+                        call = seen_calls.get(id(child))
+                        queue.append((child, _concrete_args_from_call(child, call), call is None))
 
-    def _new_tracer(self, mod: nn.Module, prefix: str, anchor: Any, call: tuple[tuple, dict] | None
-                    ) -> RobustTracer:
+    def _new_tracer(self, mod: nn.Module, prefix: str, anchor: Any, call: tuple[tuple, dict] | None,
+                    stand_in: bool = False) -> RobustTracer:
         """A RobustTracer, or with example inputs a ShapeAwareTracer (a child traced on its own
         gets the example values seen at its call site)."""
         if self.inputs is None:
             return RobustTracer(prefix=prefix, leaf_types=self._leaf_types, classifier=self._classifier,
-                                default_anchor=anchor)
+                                default_anchor=anchor, wrap_functions=self.wrap_functions, stand_in=stand_in)
         from fxscope.trace.shapes import ShapeAwareTracer, example_values_of_call
 
         inputs = self.inputs if mod is self.model else example_values_of_call(mod, call)
         return ShapeAwareTracer(inputs=inputs, prefix=prefix, leaf_types=self._leaf_types,
-                                classifier=self._classifier, default_anchor=anchor)
+                                classifier=self._classifier, default_anchor=anchor,
+                                wrap_functions=self.wrap_functions, stand_in=stand_in)
 
     def _traceable_children(self, m: nn.Module, tracer: RobustTracer) -> Iterator[nn.Module]:
         """Children worth tracing on their own: containers are looked through, leaves skipped."""
@@ -222,9 +228,11 @@ class GraphCollection:
 def recursive_trace(model: nn.Module, concrete_args: dict[str, Any] | None = None, *,
                     is_user_file: Callable[[str], bool] | None = None,
                     leaf_types: tuple[type, ...] = (),
-                    inputs: Mapping[str, Any] | None = None) -> GraphCollection:
+                    inputs: Mapping[str, Any] | None = None,
+                    wrap_functions: tuple[Callable[..., Any], ...] = ()) -> GraphCollection:
     """Trace ``model`` and all failing submodules' children; return the collection. With
     ``inputs`` (forward parameter -> example tensor), tracing is shape-aware."""
-    gc = GraphCollection(is_user_file=is_user_file, leaf_types=leaf_types, inputs=inputs)
+    gc = GraphCollection(is_user_file=is_user_file, leaf_types=leaf_types, inputs=inputs,
+                         wrap_functions=wrap_functions)
     gc.recursive_trace(model, concrete_args)
     return gc

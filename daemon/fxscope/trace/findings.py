@@ -41,9 +41,12 @@ class Finding:
         return CODES[self.code].severity
 
     def key(self) -> tuple:
-        """Identity for merging: the same code at the same range."""
+        """Identity for merging: the same code at the same range, reached from the same workspace
+        anchor (library code called from two places of the workspace is two findings)."""
         loc = self.location
-        return (self.code, loc.file, loc.line, loc.column, loc.end_line, loc.end_column)
+        anchor = self.anchor
+        where = (anchor.file, anchor.line, anchor.column, anchor.end_line, anchor.end_column) if anchor else None
+        return (self.code, loc.file, loc.line, loc.column, loc.end_line, loc.end_column, where)
 
     def add_scope(self, path: str, type_name: str) -> None:
         """Add a module instance (ignored when already listed)."""

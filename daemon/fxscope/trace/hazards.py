@@ -152,10 +152,18 @@ def _under(path: str, roots: set[str]) -> bool:
     return any(path.startswith(r + ".") for r in roots if r) or ("" in roots and path != "")
 
 
-def _visited(gc: GraphCollection, m: nn.Module) -> bool:
+def _used(gc: GraphCollection, m: nn.Module, accessed: set[int], used_params: set[int]) -> bool:
+    """Whether forward uses ``m``: calls it, reads it as an attribute (iterates a ModuleList,
+    reads `self.proj.weight`), or reads one of its parameters. A container holding no module
+    (only None) has nothing to call."""
+    if id(m) in accessed:
+        return True
     if isinstance(m, CONTAINER_TYPES):
-        return any(_visited(gc, c) for c in m.children())
-    return not gc.is_unvisited(m)
+        children = list(m.children())
+        return not children or any(_used(gc, c, accessed, used_params) for c in children)
+    if not gc.is_unvisited(m):
+        return True
+    return any(id(p) in used_params for p in m.parameters())
 
 
 def _unused(gc: GraphCollection, anchors: _Anchors) -> Iterator[Finding]:
@@ -163,12 +171,14 @@ def _unused(gc: GraphCollection, anchors: _Anchors) -> Iterator[Finding]:
     skipped = _skipped_subtrees(gc)
     unvisited_roots: set[str] = set()
     used_params: set[int] = set()
+    accessed: set[int] = set()
     for t in gc.tracers:
         used_params |= t.used_params
+        accessed |= t.accessed_modules
     for path, m in gc.model.named_modules():
         if _under(path, skipped) or _under(path, unvisited_roots):
             continue
-        if path and not _visited(gc, m):
+        if path and not _used(gc, m, accessed, used_params):
             unvisited_roots.add(path)
             owner_path, _, name = path.rpartition(".")
             owner = gc.model.get_submodule(owner_path)

@@ -1,7 +1,12 @@
 """Report-and-continue dunders installed on ``torch.fx.Proxy`` while a RobustTracer traces:
-``len()``, ``int()``/``float()``/``index``, item assignment and numpy conversion record a finding
-through the proxy's tracer and return a placeholder instead of raising. Proxies of other tracers
-keep fx's behaviour.
+``len()``, ``int()``/``float()``, item assignment and numpy conversion record a finding through
+the proxy's tracer and return a placeholder instead of raising. Proxies of other tracers keep
+fx's behaviour.
+
+``__index__`` is deliberately not installed: with it, torch's argument parser takes a proxy for a
+Python int (``torch.zeros((b, n))``, ``t.narrow(2, 0, T)``, ``torch.randperm(n)``) instead of
+dispatching the call to ``__torch_function__``, and fx records those calls. ``range(n)`` and list
+indexing with a traced value raise, as in plain fx, and are reported from the exception.
 """
 
 from __future__ import annotations
@@ -32,7 +37,7 @@ def _proxy_len(self: Proxy) -> int:
         return known
     tracer._report("FXS103", None, start=sys._getframe(1),
                    message_fn=lambda loc: f"`len()` of a traced value in {quoted(loc, 'this expression')}; "
-                   "its length is unknown while tracing")
+                   "its length is unknown while tracing", placeholder=True)
     return 1
 
 
@@ -46,7 +51,8 @@ def _number_hook(kind: str, placeholder: Any) -> Callable[[Proxy], Any]:
             return known
         tracer._report("FXS104", None, start=sys._getframe(1),
                        message_fn=lambda loc: f"a traced value is used as a Python {kind} in "
-                       f"{quoted(loc, 'this expression')}; its value is unknown while tracing")
+                       f"{quoted(loc, 'this expression')}; its value is unknown while tracing",
+                       placeholder=True)
         return placeholder
 
     return hook
@@ -100,7 +106,6 @@ def _array_attr(name: str) -> property:
 _ORIGINAL: dict[str, Any] = {}
 _HOOKS: dict[str, Any] = {
     "__len__": _proxy_len,
-    "__index__": _number_hook("integer", 1),
     "__int__": _number_hook("integer", 1),
     "__float__": _number_hook("float", 1.0),
     "__setitem__": _proxy_setitem,

@@ -40,6 +40,7 @@ from torch.fx import Graph, Node, Proxy, Tracer
 
 from fxscope.trace.classify import bool_construct, classify_exception, is_numpy, quoted, subject
 from fxscope.trace.findings import Finding, FindingSet
+from fxscope.trace.placeholders import assert_skip, is_consequence, skipping_asserts, unpack_count
 from fxscope.trace.proxy_hooks import proxy_hooks
 from fxscope.trace.frames import (
     INTERNAL,
@@ -58,6 +59,14 @@ CONTAINER_TYPES = (nn.ModuleList, nn.ModuleDict, nn.ParameterList, nn.ParameterD
 
 #: Tensor methods whose result is a Python value or foreign array (FXS106).
 _FOREIGN_METHODS = {"item": ".item()", "tolist": ".tolist()", "numpy": ".numpy()"}
+
+#: FXS101 on an `assert`: the fixes that keep the check or drop it (not `torch.where`).
+_ASSERT_HINT = (
+    "An `assert` needs a Python bool, which a traced value does not have. Record the check in the "
+    "graph with `torch._assert(cond, \"message\")` (torch.fx keeps it as a node and it runs when the "
+    "traced module runs; write a chained comparison `a < x < b` as `(a < x) & (x < b)` there), or "
+    "remove the assert (or check the inputs before calling the model)."
+)
 
 #: file name -> whether it is numpy's (a traced value handed to numpy: FXS106).
 _NUMPY_FILES: dict[str, bool] = {}
@@ -113,7 +122,14 @@ class RobustTracer(Tracer):
         leaf_types: extra leaf classes for this tracer only.
         classifier: a shared :class:`FrameClassifier` (its cache is reused across tracers).
         default_anchor: anchor for findings outside user code when no user frame is on the stack.
+        wrap_functions: functions recorded as one ``call_function`` node, never traced into
+            (fx's ``autowrap_functions``; e.g. ``einops.rearrange``).
+        stand_in: ``root`` is a child traced on its own with stand-in arguments (its parent failed
+            before calling it): exceptions that the stand-in call can cause are not findings.
     """
+
+    #: How often one forward is explored again to skip asserts that fail on placeholders.
+    _MAX_RETRIES = 4
 
     #: Marks tracers whose proxies report through ``_report`` (see ``proxy_hooks``).
     _fxscope_reports = True
@@ -128,8 +144,11 @@ class RobustTracer(Tracer):
         leaf_types: tuple[type, ...] = (),
         classifier: FrameClassifier | None = None,
         default_anchor: SourceLocation | None = None,
+        wrap_functions: tuple[Callable[..., Any], ...] = (),
+        stand_in: bool = False,
     ) -> None:
-        super().__init__()
+        super().__init__(autowrap_functions=tuple(wrap_functions))
+        self.stand_in = stand_in
         self.prefix = prefix
         #: Anchor for findings outside user code when no user frame is on the stack (a library
         #: module traced on its own: where user code called it in the parent's trace).
@@ -242,6 +261,14 @@ class RobustTracer(Tracer):
         self._seen_paths: set[str] = set()
         self._seen_params: set[str] = set()
         self._used_params: set[int] = set()
+        #: id() of submodules read as attributes in forward (`self.blocks`, `self.proj.weight`).
+        self.accessed_modules: set[int] = set()
+        #: Frames that received a placeholder (and their callers): their exceptions may be
+        #: consequences of it, not the model's problems.
+        self._placeholder_frames: set[types.FrameType] = set()
+        #: {code: {assert line: next line}}: asserts that failed only on placeholders.
+        self._skips: dict[types.CodeType, dict[int, int]] = {}
+        self._retry = False
 
     @property
     def param_order(self) -> list[str]:
@@ -298,19 +325,31 @@ class RobustTracer(Tracer):
             self._calls.append(root_call)
         leaf_root = isinstance(root, nn.Module) and self.is_leaf_module(root, "")
         try:
-            with proxy_hooks():
-                if leaf_root:
-                    graph = self._trace_leaf_root(root, concrete_args)
-                else:
-                    graph = super().trace(root, concrete_args)
-        except Exception as e:  # the root's own forward raised
-            if root_call is None:
-                raise
-            self._record_exception(e, root_call)
-            graph = self.graph
+            for attempt in range(self._MAX_RETRIES + 1):
+                try:
+                    with proxy_hooks(), skipping_asserts(self._skips):
+                        if leaf_root:
+                            graph = self._trace_leaf_root(root, concrete_args)
+                        else:
+                            graph = super().trace(root, concrete_args)
+                except Exception as e:  # the root's own forward raised
+                    if root_call is None:
+                        raise
+                    self._record_exception(e, root_call)
+                    graph = self.graph
+                    if self._retry and attempt < self._MAX_RETRIES:
+                        # Explore the root's forward again, past the assert a placeholder failed.
+                        self._retry = root_call.aborted = False
+                        self.aborted.discard(self.full_path(""))
+                        del self._calls[1:]
+                        self.completed.clear()
+                        self._site_visits.clear()
+                        continue
+                break
         finally:
             self._calls.clear()
             self._entry_frame = None
+            self._placeholder_frames.clear()
         if root_call is not None and root_call.failed:
             self.record_call_module(root, root_call.message or "failed")
             self.completed.clear()
@@ -402,10 +441,20 @@ class RobustTracer(Tracer):
         depth = len(self.module_stack)
         self._calls.append(call)
         try:
-            ret = super().call_module(m, forward, args, kwargs)
-        except Exception as e:
-            self._restore_module_stack(depth)
-            self._record_exception(e, call)
+            for attempt in range(self._MAX_RETRIES + 1):
+                try:
+                    if self._skips:
+                        with skipping_asserts(self._skips):
+                            ret = super().call_module(m, forward, args, kwargs)
+                    else:
+                        ret = super().call_module(m, forward, args, kwargs)
+                except Exception as e:
+                    self._restore_module_stack(depth)
+                    self._record_exception(e, call)
+                    if self._retry and attempt < self._MAX_RETRIES:
+                        self._explore_again(call)
+                        continue
+                break
         finally:
             self._calls.pop()
         if not call.failed:
@@ -425,6 +474,17 @@ class RobustTracer(Tracer):
         # fx cannot record this call as a node (an argument has no graph form): the caller fails
         # here, and its exploration goes on with the explored value (or an opaque one).
         return self._unrecordable_call(err, m, full, sys._getframe(1), None if call.aborted else ret, failed=True)
+
+    def _explore_again(self, call: _ModuleCall) -> None:
+        """Undo a forward's aborted exploration before exploring it again (past an assert that a
+        placeholder failed): its nodes, completed calls and branch choices."""
+        self._retry = call.aborted = False
+        self.aborted.discard(call.scope[0])
+        self._erase_after(call.marker)
+        del self.completed[call.completed_len:]
+        owners = {id(sub) for sub in call.module.modules()}
+        for key in [k for k in self._site_visits if k[0] in owners]:
+            del self._site_visits[key]
 
     def _leaf_call(self, m: nn.Module, forward: Callable[..., Any], args: tuple, kwargs: dict
                    ) -> tuple[Any, Exception | None]:
@@ -462,13 +522,7 @@ class RobustTracer(Tracer):
     def _user_anchor(self, m: nn.Module) -> SourceLocation | None:
         """For a module whose forward is not user code, where user code called into it (the
         innermost user frame), inherited from the tracer when there is none."""
-        forward = type(m).forward
-        library = self._library_forwards.get(forward)
-        if library is None:
-            code = getattr(inspect.unwrap(forward), "__code__", None)
-            library = code is not None and self.classifier.kind(code) == LIBRARY
-            self._library_forwards[forward] = library
-        if not library:  # user code, or torch's own modules (never traced on their own)
+        if not self._is_library_forward(m):  # user code, or torch's own modules (never traced alone)
             return None
         frame = sys._getframe(2)
         kind_of = self.classifier.kind
@@ -481,6 +535,8 @@ class RobustTracer(Tracer):
     def getattr(self, attr: str, attr_val: Any, parameter_proxy_cache: dict[str, Any]) -> Any:
         """Like fx, and records parameter first-use order."""
         self._param_cache = parameter_proxy_cache
+        if isinstance(attr_val, nn.Module):
+            self.accessed_modules.add(id(attr_val))
         ret = super().getattr(attr, attr_val, parameter_proxy_cache)
         if isinstance(attr_val, torch.Tensor) and isinstance(attr_val, nn.Parameter):
             if isinstance(ret, Proxy) and ret.node.op == "get_attr":
@@ -567,6 +623,7 @@ class RobustTracer(Tracer):
             start=sys._getframe(1),
             message_fn=lambda loc: f"{subject(loc)} decides {construct}; its value is "
             "unknown while tracing",
+            hint=_ASSERT_HINT if construct == "an `assert`" else None,
         )
         owner = id(self._calls[-1].module) if self._calls else 0
         key = (owner, loc.file, loc.line, loc.column) if loc else (owner,)
@@ -581,15 +638,19 @@ class RobustTracer(Tracer):
         return None
 
     def iter(self, obj: Proxy) -> Iterator:
-        """Record FXS102 and iterate over one element."""
+        """Record FXS102 and iterate over a placeholder: as many elements as an unpacking of the
+        result needs (``b, n, h = *x.shape, heads``), else one."""
+        caller = sys._getframe(2)  # Proxy.__iter__'s caller
         self._report(
             "FXS102",
             None,
             start=sys._getframe(1),
             message_fn=lambda loc: f"a traced value is iterated in {quoted(loc, 'this expression')}; "
             "its length is unknown while tracing",
+            placeholder=True,
         )
-        return iter([obj[0]])
+        count = unpack_count(caller.f_code, caller.f_lasti) if caller is not None else None
+        return iter([obj[i] for i in range(1 if count is None else count)])
 
     def keys(self, obj: Proxy) -> Any:
         """Record FXS102 for ``**x`` on a traced value.
@@ -619,9 +680,14 @@ class RobustTracer(Tracer):
         start: types.FrameType | None,
         hint: str | None = None,
         message_fn: Callable[[SourceLocation], str] | None = None,
+        placeholder: bool = False,
     ) -> SourceLocation | None:
-        """Record a finding located at the first model frame from ``start`` outwards."""
+        """Record a finding located at the first model frame from ``start`` outwards.
+        ``placeholder``: the caller goes on with a placeholder value (a consequence of it in
+        these frames is not a finding)."""
         frames = list(self.classifier.model_frames(start, self._entry_frame))
+        if placeholder:
+            self._placeholder_frames.update(frames)
         if not frames:
             call = self._calls[-1] if self._calls else None
             if call is not None:
@@ -631,8 +697,10 @@ class RobustTracer(Tracer):
         loc = frame_location(frames[0])
         anchor = None
         if self.classifier.kind(frames[0].f_code) != USER:
-            user = next((f for f in frames if self.classifier.kind(f.f_code) == USER), None)
-            anchor = frame_location(user) if user is not None else self.default_anchor
+            kinds = [self.classifier.kind(f.f_code) for f in frames]
+            u = kinds.index(USER) if USER in kinds else None
+            anchor = frame_location(frames[u]) if u is not None else self.default_anchor
+            hint = hint or self._library_hint(frames[u - 1] if u else None)
         related = [frame_location(f) for f in reversed(frames[1:9])]
         self._add_finding(code, message or (message_fn(loc) if message_fn else code), loc, anchor, related, hint)
         return loc
@@ -648,14 +716,51 @@ class RobustTracer(Tracer):
                 call.message = f"{code}: {message}"
         # One expression, one finding: `list(x)` asks for iter() and then len(), `f(*x.shape)`
         # iterates and then passes the placeholder on; the first problem explains the rest.
-        key = (loc.file, loc.line, loc.column, loc.end_line, loc.end_column)
+        # Code inside a library reached from two places of the workspace is two findings.
+        key = (loc.file, loc.line, loc.column, loc.end_line, loc.end_column, anchor)
         first = self._loc_codes.setdefault(key, code)
         if first != code:
             return
         self.findings.add(Finding(code, message, loc, hint, anchor, related, scopes))
 
+    def _library_hint(self, library_frame: types.FrameType | None) -> str | None:
+        """The fix for a failure inside an installed library: the library layer being explored
+        as a leaf, or, for a library function called from workspace code (``library_frame``,
+        the outermost library frame), that function wrapped. None when neither applies."""
+        call = self._calls[-1] if self._calls else None
+        module = call.module if call is not None else None
+        if module is not None and self._is_library_forward(module) and (
+                self.prefix or module is not self.root):
+            name = type_name(module)
+            return (f"This code is in an installed library, inside the layer `{type(module).__name__}`: keep "
+                    f"it one opaque `call_module` node with `leaf-modules = [\"{name}\"]` in [tool.fxscope] "
+                    "(with plain torch.fx: a Tracer whose `is_leaf_module` returns True for it).")
+        if library_frame is None:
+            return None
+        wrapped = _library_function(library_frame)
+        if wrapped is None:
+            return None
+        module_name, name = wrapped
+        return (f"This code is in an installed library: `{name}` is traced into. Record each call of it as "
+                f"one node with `wrap-functions = [\"{module_name}:{name}\"]` in [tool.fxscope] (with plain "
+                f"torch.fx: `torch.fx.wrap(\"{name}\")` at module level of the file that imports it, or "
+                f"`autowrap_functions=({name},)` on the Tracer).")
+
+    def _is_library_forward(self, m: nn.Module) -> bool:
+        forward = type(m).forward
+        library = self._library_forwards.get(forward)
+        if library is None:
+            code = getattr(inspect.unwrap(forward), "__code__", None)
+            library = code is not None and self.classifier.kind(code) == LIBRARY
+            self._library_forwards[forward] = library
+        return library
+
     def _record_exception(self, e: BaseException, call: _ModuleCall) -> None:
-        """Record an exception that ended ``call``'s forward, at the innermost model frame."""
+        """Record an exception that ended ``call``'s forward, at the innermost model frame.
+
+        A consequence of a placeholder (an exception in a frame that received one) is not a
+        finding; when it is an ``assert``, ``self._retry`` asks for the forward to be explored
+        again with that assert skipped."""
         call.aborted = True
         self.aborted.add(self.full_path(call.path))
         if getattr(e, "_fxscope_reported", False):
@@ -671,6 +776,11 @@ class RobustTracer(Tracer):
             elif is_numpy(code.co_filename):
                 numpy_involved = True
             tb = tb.tb_next
+        if tb_entries and self._placeholder_consequence(e, tb_entries[-1]):
+            call.failed = True
+            call.message = call.message or f"{type(e).__name__}: {e}"
+            return
+        hint = None
         if not tb_entries:
             # Raised directly by the tracer machinery for this call: locate at the caller.
             outer = list(self.classifier.model_frames(sys._getframe(1), self._entry_frame))
@@ -680,27 +790,57 @@ class RobustTracer(Tracer):
                 return
             locs = [frame_location(f) for f in outer]
             loc, related = locs[0], list(reversed(locs[1:9]))
+            frame = outer[0]
             anchor = None
             if self.classifier.kind(outer[0].f_code) != USER:
-                user = next((f for f in outer if self.classifier.kind(f.f_code) == USER), None)
-                anchor = frame_location(user) if user is not None else self.default_anchor
+                kinds = [self.classifier.kind(f.f_code) for f in outer]
+                u = kinds.index(USER) if USER in kinds else None
+                anchor = frame_location(outer[u]) if u is not None else self.default_anchor
+                hint = self._library_hint(outer[u - 1] if u else None)
         else:
             locs_inner = [traceback_location(t) for t in tb_entries]  # outermost first
             outer = [frame_location(f) for f in self.classifier.model_frames(sys._getframe(1), self._entry_frame)]
             chain = list(reversed(outer)) + locs_inner
             loc = chain[-1]
             related = chain[:-1][-8:]
+            frame = tb_entries[-1].tb_frame
             anchor = None
-            if self.classifier.kind(tb_entries[-1].tb_frame.f_code) != USER:
-                users = [t for t in tb_entries if self.classifier.kind(t.tb_frame.f_code) == USER]
+            if self.classifier.kind(frame.f_code) != USER:
+                kinds = [self.classifier.kind(t.tb_frame.f_code) for t in tb_entries]
+                users = [i for i, k in enumerate(kinds) if k == USER]
+                library_frame = None
                 if users:
-                    anchor = traceback_location(users[-1])
+                    anchor = traceback_location(tb_entries[users[-1]])
+                    library_frame = tb_entries[users[-1] + 1].tb_frame
                 else:
                     user_frames = [f for f in self.classifier.model_frames(sys._getframe(1), self._entry_frame)
                                    if self.classifier.kind(f.f_code) == USER]
                     anchor = frame_location(user_frames[0]) if user_frames else self.default_anchor
-        code, message = classify_exception(e, numpy_involved, loc)
-        self._add_finding(code, message, loc, anchor, related, None, call)
+                    library_frame = tb_entries[0].tb_frame if user_frames else None
+                hint = self._library_hint(library_frame)
+        code, message, own_hint = classify_exception(e, numpy_involved, loc, frame)
+        if self.stand_in and code == "FXS107" and (isinstance(e, AssertionError) or "NoneType" in str(e)):
+            # Traced with stand-in arguments (the parent failed before calling it): an assert or a
+            # None where the real call passes a value is an artefact of the stand-in call.
+            call.failed = True
+            call.message = call.message or f"{type(e).__name__}: {e}"
+            return
+        self._add_finding(code, message, loc, anchor, related, own_hint or hint, call)
+
+    def _placeholder_consequence(self, e: BaseException, tb: types.TracebackType) -> bool:
+        """Whether ``e``, raised at ``tb`` (the innermost model frame), follows from a placeholder
+        the tracer handed out; for an ``assert``, arrange for it to be skipped next time."""
+        if not self._placeholder_frames or tb.tb_frame not in self._placeholder_frames or not is_consequence(e):
+            return False
+        if isinstance(e, AssertionError):
+            site = assert_skip(tb)
+            if site is not None:
+                code, line, target = site
+                lines = self._skips.setdefault(code, {})
+                if line not in lines:
+                    lines[line] = target
+                    self._retry = True
+        return True
 
     # ------------------------------------------------------------------ bookkeeping
     def _note_forward(self, full: str) -> None:
@@ -730,6 +870,21 @@ class RobustTracer(Tracer):
 
 
 # ---------------------------------------------------------------------- helpers
+def _library_function(frame: types.FrameType) -> tuple[str, str] | None:
+    """(importable module, name) of the module-level function ``frame`` runs, preferring the
+    package's top-level name when it exports the same function (``einops:rearrange``)."""
+    code = frame.f_code
+    globals_ = frame.f_globals
+    fn = globals_.get(code.co_name)
+    if fn is None or getattr(inspect.unwrap(fn), "__code__", None) is not code:
+        return None
+    module_name = globals_.get("__name__") or ""
+    top = module_name.partition(".")[0]
+    if top and getattr(sys.modules.get(top), code.co_name, None) is fn:
+        module_name = top
+    return (module_name, code.co_name) if module_name else None
+
+
 def _unrecorded_call(path: str) -> Any:
     """Stands for a module call fx could not record; only in graphs of failed modules, which
     are discarded."""
