@@ -241,6 +241,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         sys.stderr.write("fxscope: interrupted\n")
         return 130
+    except Exception as e:  # noqa: BLE001 - exit 1 means findings: an error never looks like one
+        return _error_exit(e)
+
+
+def _error_exit(error: Exception) -> int:
+    """One line on stderr and exit 2 for an error that is not a usage error: a check that could
+    not complete (:class:`~fxscope.errors.CheckError`) or a bug (its traceback with
+    ``FXSCOPE_DEBUG=1``)."""
+    from fxscope.errors import CheckError
+
+    if isinstance(error, CheckError):
+        text = str(error)
+    else:
+        text = f"internal error: {type(error).__name__}: {error}"
+        if os.environ.get("FXSCOPE_DEBUG"):
+            import traceback
+
+            traceback.print_exception(error)
+        else:
+            text += " (FXSCOPE_DEBUG=1 shows the traceback)"
+    sys.stderr.write(f"fxscope: error: {' '.join(text.split())}\n")
+    return EXIT_USAGE
 
 
 if __name__ == "__main__":

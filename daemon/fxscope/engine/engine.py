@@ -24,8 +24,10 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Union
 
 from fxscope import __version__
+from fxscope.errors import CheckInterrupted, WorkerStartError
 from fxscope.cache import FileHasher, ResultCache, hash_json, hash_text
 from fxscope.engine.faults import fault_result, is_cacheable_fault, is_fault_body
+from fxscope.engine.payload import payload_problem
 from fxscope.engine.results import TargetResult, relativize, skipped_result
 from fxscope.project.config import Config, load_config
 from fxscope.model import Snapshot
@@ -261,6 +263,8 @@ class Engine:
             hit = self.cache.lookup(t.id, self.context, current) if use_cache else None
             if hit is not None and retry_faults and is_fault_body(hit.payload):
                 hit = None
+            if hit is not None and payload_problem(hit.payload) is not None:
+                hit = None  # an entry of the wrong shape (edited, another version) is a miss
             if hit is not None and bool(hit.payload.get("status") == "skipped") == t.needs_args:
                 r = TargetResult(t, hit.payload, cached=True)
                 self._warn(r.body, warned)  # e.g. a bad leaf-modules entry: said on every check
@@ -294,8 +298,16 @@ class Engine:
                 self._cancel_stale(handles, cancel)
                 continue
             remaining -= 1
+            asked = t.id not in handles  # _cancel_stale removes the targets it cancels
             handles.pop(t.id, None)
             raw = handle.result()
+            if raw.get("startup"):  # the worker never started: one error, not a finding per target
+                _cancel_all(handles)
+                raise WorkerStartError(str(raw.get("message") or "the worker did not start"))
+            if raw.get("fault") == "cancelled" and not asked:  # the pool was closed under us
+                _cancel_all(handles)
+                raise CheckInterrupted(f"the check was interrupted before {t.id} finished "
+                                       "(its worker was stopped)")
             if raw.get("fault") == "cancelled":
                 if on_cancelled:
                     on_cancelled(t)
@@ -352,6 +364,14 @@ class Engine:
             body = fault_result(raw, fallback, str(self.root))
             deps = self._static_deps(t, discovery, digests)
             cacheable = is_cacheable_fault(raw)
+        elif (problem := payload_problem(raw)) is not None:  # user code may have patched json, ...
+            output = raw.get("output")
+            body = fault_result({"fault": "crash", "signal": None, "signal_name": None, "exit_code": None,
+                                 "message": f"the tracing process returned a malformed result ({problem})",
+                                 "output": output if isinstance(output, str) else ""},
+                                fallback, str(self.root))
+            deps = self._static_deps(t, discovery, digests)
+            cacheable = True
         else:
             body = dict(raw)
             deps = dict(raw.get("files") or {})
@@ -409,6 +429,12 @@ class Engine:
 
         return build_report(str(self.root), torch_version, results, file_errors=file_errors,
                             graphs=graphs, duration_ms=(time.perf_counter() - started) * 1000)
+
+
+def _cancel_all(handles: dict[str, tuple[Target, Any]]) -> None:
+    """Cancel every job still running when a check ends with an error."""
+    for _, handle in handles.values():
+        handle.cancel()
 
 
 def _drop_covered_skips(results: list[TargetResult]) -> list[TargetResult]:

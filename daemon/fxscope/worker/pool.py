@@ -28,6 +28,8 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from fxscope.errors import WorkerStartError
+
 from .protocol import ProtocolError, encode, grow_pipe, read_message, validate_reply, write_all
 
 __all__ = ["JobHandle", "WorkerPool"]
@@ -371,7 +373,10 @@ class WorkerPool:
         deadline = None if timeout is None else time.monotonic() + timeout
         while not zygote.ready.is_set():
             if zygote.exited.is_set():
-                raise RuntimeError(f"fxscope worker failed to start: {zygote.describe_exit()}")
+                if zygote.failure:
+                    raise WorkerStartError(zygote.failure)
+                raise WorkerStartError(f"the worker failed to start while {zygote.doing()}: "
+                                       f"{zygote.describe_exit()}")
             left = None if deadline is None else deadline - time.monotonic()
             if left is not None and left <= 0:
                 raise TimeoutError("fxscope worker did not become ready in time")

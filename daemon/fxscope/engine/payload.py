@@ -1,0 +1,147 @@
+"""Shape checks for a target's result body, wherever it comes from: a worker (which runs user code
+that may have monkey-patched anything) or the cache (a file anyone can edit). A body that fails
+is never shown: from a worker it becomes an FXS404 finding, from the cache it is a miss.
+
+>>> payload_problem({"status": "traced", "modules": [], "nodes": 0, "findings": []}) is None
+True
+>>> payload_problem({"status": "traced", "findings": [{"code": "FXS101", "file": "m.py", "line": 2}]})
+"findings[0]: 'severity' is missing"
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from fxscope.trace.codes import SEVERITIES
+
+__all__ = ["STATUSES", "payload_problem"]
+
+STATUSES = frozenset({"traced", "partial", "failed", "error", "skipped"})
+_MODULE_STATUSES = frozenset({"traced", "leaf", "failed", "unvisited"})
+_OPS = frozenset({"placeholder", "get_attr", "call_function", "call_method", "call_module", "output"})
+
+
+class _Bad(Exception):
+    pass
+
+
+def _int(value: Any, minimum: int) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= minimum
+
+
+def _need(obj: Mapping[str, Any], key: str, kind: type | tuple[type, ...], where: str) -> Any:
+    if key not in obj:
+        raise _Bad(f"{where}: {key!r} is missing")
+    value = obj[key]
+    if not isinstance(value, kind) or isinstance(value, bool) and kind is not bool:
+        raise _Bad(f"{where}: {key!r} is a {type(value).__name__}")
+    return value
+
+
+def _location(loc: Any, where: str, required: bool = True) -> None:
+    if not isinstance(loc, dict):
+        raise _Bad(f"{where}: not an object")
+    if required or "file" in loc or "line" in loc:
+        _need(loc, "file", str, where)
+        if not _int(loc.get("line"), 1):
+            raise _Bad(f"{where}: 'line' is not a line number")
+    for key in ("column", "end_line", "end_column"):
+        if loc.get(key) is not None and not _int(loc[key], 1):
+            raise _Bad(f"{where}: {key!r} is not a positive integer")
+
+
+def _strings(obj: Mapping[str, Any], key: str, where: str) -> None:
+    value = obj.get(key)
+    if value is not None and not (isinstance(value, list) and all(isinstance(v, str) for v in value)):
+        raise _Bad(f"{where}: {key!r} is not a list of strings")
+
+
+def _finding(f: Any, where: str) -> None:
+    _location(f, where)
+    code = _need(f, "code", str, where)
+    if not (len(code) == 6 and code.startswith("FXS") and code[3:].isdigit()):
+        raise _Bad(f"{where}: code {code!r} is not a finding code")
+    if f.get("severity") not in SEVERITIES:
+        raise _Bad(f"{where}: 'severity' is missing" if "severity" not in f else f"{where}: bad severity")
+    _need(f, "message", str, where)
+    for key in ("hint", "target"):
+        if f.get(key) is not None and not isinstance(f[key], str):
+            raise _Bad(f"{where}: {key!r} is not a string")
+    if f.get("anchor") is not None:
+        _location(f["anchor"], f"{where}.anchor")
+    for i, rel in enumerate(_list(f, "related", where)):
+        _location(rel, f"{where}.related[{i}]")
+        if rel.get("message") is not None and not isinstance(rel["message"], str):
+            raise _Bad(f"{where}.related[{i}]: 'message' is not a string")
+    for i, scope in enumerate(_list(f, "scopes", where)):
+        if not isinstance(scope, dict):
+            raise _Bad(f"{where}.scopes[{i}]: not an object")
+        _need(scope, "path", str, f"{where}.scopes[{i}]")
+        _need(scope, "type", str, f"{where}.scopes[{i}]")
+    _strings(f, "targets", where)
+
+
+def _list(obj: Mapping[str, Any], key: str, where: str) -> list[Any]:
+    value = obj.get(key)
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise _Bad(f"{where}: {key!r} is not a list")
+    return value
+
+
+def _module(m: Any, where: str) -> None:
+    if not isinstance(m, dict):
+        raise _Bad(f"{where}: not an object")
+    _need(m, "path", str, where)
+    _need(m, "type", str, where)
+    if m.get("status") not in _MODULE_STATUSES:
+        raise _Bad(f"{where}: bad status")
+    if m.get("params") is not None and not _int(m["params"], 0):
+        raise _Bad(f"{where}: 'params' is not a count")
+    _location(m, where, required=False)
+
+
+def _graph(g: Any, where: str) -> None:
+    if not isinstance(g, dict):
+        raise _Bad(f"{where}: not an object")
+    _need(g, "module", str, where)
+    for i, node in enumerate(_need(g, "nodes", list, where)):
+        at = f"{where}.nodes[{i}]"
+        if not isinstance(node, dict):
+            raise _Bad(f"{at}: not an object")
+        for key in ("name", "target", "scope", "scope_type"):
+            _need(node, key, str, at)
+        if node.get("op") not in _OPS:
+            raise _Bad(f"{at}: bad op")
+        _location(node, at, required=False)
+
+
+def payload_problem(body: Any) -> str | None:
+    """Why ``body`` is not a well-formed target result (the report schema's target and finding
+    shapes, plus ``files``, ``output`` and ``warnings``), or ``None`` when it is one."""
+    try:
+        if not isinstance(body, dict):
+            raise _Bad(f"a {type(body).__name__}, not an object")
+        if body.get("status") not in STATUSES:
+            raise _Bad(f"status {body.get('status')!r} is not one of {sorted(STATUSES)}")
+        if body.get("nodes") is not None and not _int(body["nodes"], 0):
+            raise _Bad("'nodes' is not a count")
+        for i, f in enumerate(_list(body, "findings", "result")):
+            _finding(f, f"findings[{i}]")
+        for i, m in enumerate(_list(body, "modules", "result")):
+            _module(m, f"modules[{i}]")
+        for i, g in enumerate(_list(body, "graphs", "result")):
+            _graph(g, f"graphs[{i}]")
+        files = body.get("files")
+        if files is not None and not (isinstance(files, dict) and all(
+                isinstance(k, str) and isinstance(v, str) for k, v in files.items())):
+            raise _Bad("'files' is not a map of paths to hashes")
+        for key in ("output", "torch", "device"):
+            if body.get(key) is not None and not isinstance(body[key], str):
+                raise _Bad(f"{key!r} is not a string")
+        _strings(body, "warnings", "result")
+    except _Bad as bad:
+        return str(bad)
+    return None
