@@ -39,7 +39,7 @@ function openTarget(hash: string): void {
   if (!hash.startsWith("#")) return;
   const target = document.getElementById(decodeURIComponent(hash.slice(1)));
   if (!target) return;
-  for (let p = target.parentElement; p; p = p.parentElement) if (p instanceof HTMLDetailsElement) p.open = true;
+  for (let p: HTMLElement | null = target; p; p = p.parentElement) if (p instanceof HTMLDetailsElement) p.open = true;
   target.scrollIntoView({ block: "center" });
 }
 

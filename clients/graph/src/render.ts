@@ -126,13 +126,14 @@ export function mount(container: HTMLElement, doc: GraphDocument, options: Mount
   let size = { width: 0, height: 0 };
   const applyTransform = (): void => viewport.setAttribute("transform", `translate(${tx},${ty}) scale(${scale})`);
 
-  const fit = (): void => {
+  /** Fit the drawing into the canvas; ``readable`` keeps text legible (scale >= 0.5, top aligned). */
+  const fit = (readable = true): void => {
     const w = canvas.clientWidth || 800;
     const h = canvas.clientHeight || 600;
     scale = Math.min(1, w / Math.max(size.width, 1), h / Math.max(size.height, 1));
-    scale = Math.max(scale, 0.05);
+    scale = Math.max(scale, readable ? 0.5 : 0.05);
     tx = Math.max(0, (w - size.width * scale) / 2);
-    ty = 0;
+    ty = Math.max(0, (h - size.height * scale) / 2);
     applyTransform();
   };
 
@@ -253,8 +254,8 @@ export function mount(container: HTMLElement, doc: GraphDocument, options: Mount
         grp.addEventListener("click", (ev) => { ev.stopPropagation(); reveal(n.file, n.line); });
       }
     }
-    svg.setAttribute("width", String(Math.max(size.width, 1)));
-    svg.setAttribute("height", String(Math.max(size.height, 1)));
+    svg.setAttribute("data-width", String(Math.round(size.width)));
+    svg.setAttribute("data-height", String(Math.round(size.height)));
     svg.setAttribute("data-vertices", String(vis.vertices.length));
     counts.textContent = `${model.total} nodes \u00b7 ${vis.vertices.length} shown \u00b7 ${collapsed.size} collapsed`;
     if (highlighted) applyHighlight(highlighted.file, highlighted.line);
@@ -322,7 +323,7 @@ export function mount(container: HTMLElement, doc: GraphDocument, options: Mount
   };
   expandBtn.addEventListener("click", () => view.expandAll());
   collapseBtn.addEventListener("click", () => view.collapseAll());
-  fitBtn.addEventListener("click", () => fit());
+  fitBtn.addEventListener("click", () => fit(false));
 
   renderFindings();
   draw();

@@ -27,6 +27,7 @@ __all__ = ["render_html", "write_report", "renderer_assets"]
 
 MAX_FULL_FILE_LINES = 2000  # larger files are embedded as snippets around the lines used
 SNIPPET_CONTEXT = 4
+OPEN_WITH_FINDINGS = 3
 
 PAGE_CSS = """
 body { margin: 0; font: 14px/1.45 system-ui, sans-serif; color: #1f2328; background: #fff; }
@@ -169,7 +170,9 @@ def render_html(documents: Sequence[GraphDocument | Mapping[str, Any]], *, title
             sources.append(_source_section(file, anchors[file], text, used.get(file, set()), flagged.get(file, set())))
     if open_all is None:
         open_all = len(documents) == 1
-    sections = "".join(_target_section(i, d, anchors, open_all) for i, d in enumerate(documents))
+    # A report opens (and draws) its first few targets with findings; the rest draw when opened.
+    with_findings = [i for i, d in enumerate(documents) if d.get("findings")][:OPEN_WITH_FINDINGS]
+    sections = "".join(_target_section(i, d, anchors, open_all or i in with_findings) for i, d in enumerate(documents))
     css = PAGE_CSS + graph_css
     data = {"documents": list(documents), "anchors": anchors}
     csp = f"default-src 'none'; style-src {_sha256(css)}; script-src {_sha256(script)}; img-src data:; base-uri 'none'; form-action 'none'"

@@ -91,7 +91,7 @@ test("the committed Python package bundle is the one this source builds", async 
   const { graphOptions, packageStatic } = await import(pathToFileURL(join(root, "build-options.mjs")).href);
   const esbuild = await import("esbuild");
   const out = await esbuild.build({ ...graphOptions, write: false, outfile: "fxscope-graph.js" });
-  const built = out.outputFiles[0].text;
+  const built = out.outputFiles![0].text;
   assert.equal(readFileSync(join(packageStatic, "fxscope-graph.js"), "utf8"), built,
     "daemon/fxscope/graphview/static/fxscope-graph.js is stale: run `npm run compile -- --graph-package`");
   assert.equal(readFileSync(join(packageStatic, "fxscope-graph.css"), "utf8"), readFileSync(join(root, "..", "graph", "src", "graph.css"), "utf8"));
