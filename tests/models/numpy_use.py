@@ -1,4 +1,6 @@
-"""A traced value reaches non-torch code (FXS106)."""
+"""A traced value reaches non-torch code (FXS106). `.item()`, `.tolist()` and `.numpy()` are
+recorded as call_method nodes (plain fx traces them, the traced module computes the same); using
+their result as a Python value is the finding."""
 
 import numpy as np
 import torch
@@ -18,17 +20,25 @@ class NumpyArray(nn.Module):
 
 class ItemCall(nn.Module):
     def forward(self, x):
-        peak = x.max().item()  # FXS106 item
+        peak = x.max().item()
         return x / peak
 
 
 class ToList(nn.Module):
     def forward(self, x):
-        sizes = x.sum(-1).tolist()  # FXS106 tolist
+        sizes = x.sum(-1).tolist()
         return x, sizes
 
 
 class ToNumpy(nn.Module):
     def forward(self, x):
-        arr = x.detach().numpy()  # FXS106 numpy
+        arr = x.detach().numpy()
         return arr
+
+
+class ItemDecides(nn.Module):
+    def forward(self, x):
+        peak = x.max().item()
+        if peak > 1:  # FXS101 item
+            x = x / peak
+        return x

@@ -76,9 +76,10 @@ _TABLE = [
     Code(
         "FXS106", "traced-value-leaves-torch", "error",
         "A traced value reaches non-torch code",
-        "numpy, `.tolist()`, `.item()` and `.numpy()` need real data, which a traced value does not "
-        "have. Keep the computation in torch ops, or mark the helper with `torch.fx.wrap` so it "
-        "becomes one opaque node.",
+        "numpy needs real data, which a traced value does not have (numpy converts it, or calls "
+        "methods on it that torch does not have). Keep the computation in torch ops, or mark the "
+        "helper with `torch.fx.wrap` so it becomes one opaque node. (`.item()`, `.tolist()` and "
+        "`.numpy()` themselves are recorded as nodes; using their result as a Python value is not.)",
     ),
     Code(
         "FXS107", "trace-exception", "error",

@@ -52,13 +52,10 @@ from fxscope.trace.frames import (
     traceback_location,
 )
 
-__all__ = ["RobustTracer", "CONTAINER_TYPES", "type_name"]
+__all__ = ["RobustTracer", "CONTAINER_TYPES", "type_name", "decorated_root_args"]
 
 #: Modules without a forward of their own: never traced, never failures.
 CONTAINER_TYPES = (nn.ModuleList, nn.ModuleDict, nn.ParameterList, nn.ParameterDict)
-
-#: Tensor methods whose result is a Python value or foreign array (FXS106).
-_FOREIGN_METHODS = {"item": ".item()", "tolist": ".tolist()", "numpy": ".numpy()"}
 
 #: FXS101 on an `assert`: the fixes that keep the check or drop it (not `torch.where`).
 _ASSERT_HINT = (
@@ -361,34 +358,8 @@ class RobustTracer(Tracer):
 
     def create_args_for_root(self, root_fn: Callable[..., Any], is_module: bool,
                              concrete_args: dict[str, Any] | tuple | None = None) -> tuple[Any, list[Any]]:
-        """Like fx, except for a decorated forward (``functools.wraps``) whose wrapper takes
-        ``*args, **kwargs`` while the inner forward has keyword-only or variadic parameters: fx
-        rewrites the *wrapper's* code object to the inner parameter count, which binds the
-        wrong values to the wrapper's variables. Here the placeholders come from the inner
-        signature and the wrapper is called with them by name (positional-only ones by
-        position), the way models are usually called; nothing is passed through the inner
-        ``*args``/``**kwargs`` (they have no values to spread)."""
-        inner = inspect.unwrap(root_fn)
-        code = getattr(root_fn, "__code__", None)
-        inner_code = getattr(inner, "__code__", None)
-        varstuff = inspect.CO_VARARGS | inspect.CO_VARKEYWORDS
-        if (inner is root_fn or code is None or inner_code is None or not code.co_flags & varstuff
-                or not (inner_code.co_kwonlyargcount or inner_code.co_flags & varstuff)
-                or isinstance(concrete_args, tuple)):
-            return super().create_args_for_root(root_fn, is_module, concrete_args)
-        fn, args = super().create_args_for_root(inner, is_module, concrete_args)
-        if type(self.graph._codegen).__name__ == "_PyTreeCodeGen":
-            return fn, args  # pytree concrete args: fx calls the inner forward itself
-        skip = 1 if is_module else 0
-        names = inner_code.co_varnames[skip : inner_code.co_argcount + inner_code.co_kwonlyargcount]
-        n_pos = max(inner_code.co_posonlyargcount - skip, 0)
-
-        def call_wrapper(*values: Any) -> Any:
-            named = values[skip : skip + len(names)]
-            return root_fn(*values[:skip], *named[:n_pos], **dict(zip(names[n_pos:], named[n_pos:])))
-
-        call_wrapper.__wrapped__ = inner  # type: ignore[attr-defined]
-        return call_wrapper, args
+        """Like fx, except for a decorated forward: see :func:`decorated_root_args`."""
+        return decorated_root_args(self, super().create_args_for_root, root_fn, is_module, concrete_args)
 
     def _trace_leaf_root(self, root: nn.Module, concrete_args: dict[str, Any] | None) -> Graph:
         """A leaf root: placeholders, one call_module node, the output."""
@@ -592,14 +563,10 @@ class RobustTracer(Tracer):
                 if foreign is None:
                     foreign = _NUMPY_FILES[filename] = is_numpy(filename)
             frame = frame.f_back
-        if kind == "call_method" and target in _FOREIGN_METHODS:
-            self._report(
-                "FXS106",
-                f"{_FOREIGN_METHODS[target]} turns a traced value into a Python value or array "
-                "that tracing cannot follow",
-                start=sys._getframe(1),
-            )
-        elif foreign and kind in ("call_method", "call_function"):
+        # `.item()`, `.tolist()` and `.numpy()` on a traced value are recorded as call_method
+        # nodes and the traced module computes what the model does: no finding (what uses their
+        # result as a Python value is one, at that line).
+        if foreign and kind in ("call_method", "call_function"):
             self._report(
                 "FXS106",
                 f"a traced value is passed to numpy, which calls `{getattr(target, '__name__', target)}`"
@@ -870,6 +837,40 @@ class RobustTracer(Tracer):
 
 
 # ---------------------------------------------------------------------- helpers
+def decorated_root_args(tracer: Tracer, create_args: Callable[..., tuple[Any, list[Any]]],
+                        root_fn: Callable[..., Any], is_module: bool,
+                        concrete_args: dict[str, Any] | tuple | None = None) -> tuple[Any, list[Any]]:
+    """``create_args_for_root`` for ``tracer`` (fx's own is ``create_args``), fixed for a decorated
+    forward (``functools.wraps``) whose wrapper takes ``*args, **kwargs`` while the inner forward
+    has keyword-only or variadic parameters: fx rewrites the *wrapper's* code object to the inner
+    parameter count, which binds the wrong values to the wrapper's variables (a traced value
+    lands in the wrapper's ``kwargs``). Here the placeholders come from the inner signature and
+    the wrapper is called with them by name (positional-only ones by position), the way models
+    are usually called; nothing is passed through the inner ``*args``/``**kwargs`` (they have no
+    values to spread)."""
+    inner = inspect.unwrap(root_fn)
+    code = getattr(root_fn, "__code__", None)
+    inner_code = getattr(inner, "__code__", None)
+    varstuff = inspect.CO_VARARGS | inspect.CO_VARKEYWORDS
+    if (inner is root_fn or code is None or inner_code is None or not code.co_flags & varstuff
+            or not (inner_code.co_kwonlyargcount or inner_code.co_flags & varstuff)
+            or isinstance(concrete_args, tuple)):
+        return create_args(root_fn, is_module, concrete_args)
+    fn, args = create_args(inner, is_module, concrete_args)
+    if type(tracer.graph._codegen).__name__ == "_PyTreeCodeGen":
+        return fn, args  # pytree concrete args: fx calls the inner forward itself
+    skip = 1 if is_module else 0
+    names = inner_code.co_varnames[skip : inner_code.co_argcount + inner_code.co_kwonlyargcount]
+    n_pos = max(inner_code.co_posonlyargcount - skip, 0)
+
+    def call_wrapper(*values: Any) -> Any:
+        named = values[skip : skip + len(names)]
+        return root_fn(*values[:skip], *named[:n_pos], **dict(zip(names[n_pos:], named[n_pos:])))
+
+    call_wrapper.__wrapped__ = inner  # type: ignore[attr-defined]
+    return call_wrapper, args
+
+
 def _library_function(frame: types.FrameType) -> tuple[str, str] | None:
     """(importable module, name) of the module-level function ``frame`` runs, preferring the
     package's top-level name when it exports the same function (``einops:rearrange``)."""
