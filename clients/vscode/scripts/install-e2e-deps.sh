@@ -26,7 +26,9 @@ export PATH="$NODE24/bin:$PATH"
 echo "install-e2e-deps: node $(node --version)"
 
 # code-server's native modules are compiled by node-gyp: point it at Node 24's own headers.
-npm_config_nodedir="$NODE24" npm install --no-save --no-package-lock --unsafe-perm \
+# Its install scripts (code-server's postinstall, argon2's build) must run: npm 11 asks for that.
+npm_config_nodedir="$NODE24" npm install --no-save --no-package-lock \
+    --allow-scripts=code-server,argon2,@parcel/watcher,node-pty,kerberos,native-watchdog \
     --prefix "$PREFIX/code-server" "code-server@$CODE_SERVER_VERSION"
 "$PREFIX/code-server/node_modules/.bin/code-server" --version
 echo "install-e2e-deps: done (FXSCOPE_E2E_HOME=$PREFIX)"

@@ -1,0 +1,196 @@
+// End-to-end: install the packaged .vsix into code-server, open a workspace in headless Chromium,
+// open a model file, and report what a person sees: the Problems panel rows, a hover, the status
+// bar, and (when asked) whether the server was held back in an untrusted workspace.
+//
+// Environment (the test sets these):
+//   FXSCOPE_CODE_SERVER  code-server executable     FXSCOPE_E2E_NODE_BIN  dir of the Node it needs
+//   FXSCOPE_CHROMIUM     Chromium executable        FXSCOPE_VSIX          the extension package
+//   FXSCOPE_WORKSPACE    folder to open             FXSCOPE_PYTHON        interpreter with fxscope
+//   FXSCOPE_FILE         file to open (relative)    FXSCOPE_HOVER_LINE    1-based line to hover
+//   FXSCOPE_HOVER_COLUMN 1-based column to hover    FXSCOPE_EXPECT        substring the Problems panel must show
+//   FXSCOPE_TRUSTED      "0" to open the folder untrusted (the server must not start)
+//   FXSCOPE_E2E_TMP      scratch directory (profiles, extensions)
+// Prints one JSON object on stdout; progress goes to stderr.
+
+import { spawn, spawnSync } from "node:child_process";
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { createServer } from "node:net";
+import { join } from "node:path";
+import { chromium } from "playwright-core";
+
+const env = (name, fallback) => {
+  const v = process.env[name] ?? fallback;
+  if (v === undefined) throw new Error(`${name} is not set`);
+  return v;
+};
+const log = (...args) => process.stderr.write(`[drive] ${args.join(" ")}\n`);
+
+const codeServer = env("FXSCOPE_CODE_SERVER");
+const nodeBin = env("FXSCOPE_E2E_NODE_BIN", "");
+const chromiumPath = env("FXSCOPE_CHROMIUM");
+const vsix = env("FXSCOPE_VSIX");
+const workspace = env("FXSCOPE_WORKSPACE");
+const python = env("FXSCOPE_PYTHON");
+const file = env("FXSCOPE_FILE");
+const hoverLine = Number(env("FXSCOPE_HOVER_LINE", "0"));
+const hoverColumn = Number(env("FXSCOPE_HOVER_COLUMN", "1"));
+const expect = env("FXSCOPE_EXPECT", "");
+const trusted = env("FXSCOPE_TRUSTED", "1") !== "0";
+const tmp = env("FXSCOPE_E2E_TMP");
+const timeoutMs = Number(env("FXSCOPE_E2E_TIMEOUT_MS", "240000"));
+
+const userData = join(tmp, "user-data");
+const extensions = join(tmp, "extensions");
+const browserProfile = join(tmp, "chromium-profile");
+for (const d of [join(userData, "User"), extensions, browserProfile]) mkdirSync(d, { recursive: true });
+const childEnv = { ...process.env, PATH: nodeBin ? `${nodeBin}:${process.env.PATH}` : process.env.PATH };
+
+writeFileSync(join(userData, "User", "settings.json"), JSON.stringify({
+  "fxscope.interpreter": [python],
+  "fxscope.trace.server": "messages",
+  "security.workspace.trust.enabled": true,
+  "security.workspace.trust.startupPrompt": "never",
+  "security.workspace.trust.emptyWindow": false,
+  "workbench.startupEditor": "none",
+  "workbench.tips.enabled": false,
+  "workbench.enableExperiments": false,
+  "extensions.autoUpdate": false,
+  "extensions.autoCheckUpdates": false,
+  "extensions.ignoreRecommendations": true,
+  "update.mode": "none",
+  "telemetry.telemetryLevel": "off",
+  "editor.hover.delay": 100,
+  "window.commandCenter": false,
+  "chat.disableAIFeatures": true,
+}, null, 2));
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.listen(0, "127.0.0.1", () => { const { port } = srv.address(); srv.close(() => resolve(port)); });
+    srv.on("error", reject);
+  });
+}
+
+/** The extension's output channel as code-server logged it (for failure messages). */
+function extensionOutput() {
+  const found = [];
+  const walk = (dir) => {
+    let entries = [];
+    try { entries = readdirSync(dir, { withFileTypes: true }); } catch { return; }
+    for (const e of entries) {
+      const p = join(dir, e.name);
+      if (e.isDirectory()) walk(p);
+      else if (/fxscope/i.test(e.name) && e.name.endsWith(".log")) found.push(p);
+    }
+  };
+  walk(join(userData, "logs"));
+  return found.map((p) => readFileSync(p, "utf8").split("\n").slice(-60).join("\n")).join("\n---\n");
+}
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+async function waitHttp(url, deadline) {
+  while (Date.now() < deadline) {
+    try {
+      const res = await fetch(url);
+      if (res.status < 500) return;
+    } catch { /* not yet */ }
+    await sleep(300);
+  }
+  throw new Error(`code-server did not answer at ${url}`);
+}
+
+log("installing", vsix);
+const install = spawnSync(codeServer, ["--user-data-dir", userData, "--extensions-dir", extensions, "--install-extension", vsix, "--force"],
+  { env: childEnv, encoding: "utf8", timeout: 180000 });
+if (install.status !== 0) throw new Error(`--install-extension failed (${install.status}): ${install.stderr}\n${install.stdout}`);
+log(install.stdout.trim().split("\n").pop());
+
+const port = await freePort();
+const args = ["--auth", "none", "--bind-addr", `127.0.0.1:${port}`, "--disable-telemetry", "--disable-update-check",
+  "--disable-getting-started-override", "--user-data-dir", userData, "--extensions-dir", extensions];
+if (trusted) args.push("--disable-workspace-trust");
+const server = spawn(codeServer, [...args, workspace], { env: childEnv, stdio: ["ignore", "pipe", "pipe"], detached: true });
+let serverLog = "";
+server.stdout.on("data", (d) => { serverLog += d; });
+server.stderr.on("data", (d) => { serverLog += d; });
+
+let browser;
+const result = { trusted, problems: [], hover: "", status: "", output: "", errors: [] };
+const deadline = Date.now() + timeoutMs;
+try {
+  await waitHttp(`http://127.0.0.1:${port}/healthz`, Date.now() + 60000);
+  log("code-server up on port", port);
+  // A fresh profile directory for this run (launchPersistentContext passes it as --user-data-dir).
+  browser = await chromium.launchPersistentContext(browserProfile, {
+    executablePath: chromiumPath,
+    headless: true,
+    viewport: { width: 1400, height: 900 },
+    args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+      "--disable-component-update", "--disable-sync"],
+  });
+  const page = browser.pages()[0] ?? await browser.newPage();
+  page.on("pageerror", (e) => result.errors.push(String(e.message).slice(0, 300)));
+  await page.goto(`http://127.0.0.1:${port}/?folder=${encodeURIComponent(workspace)}`);
+  await page.waitForSelector(".monaco-workbench", { timeout: 90000 });
+  await page.waitForSelector(".statusbar", { timeout: 60000 });
+  log("workbench loaded");
+  await sleep(2000);
+
+  // Open the model file with Quick Open.
+  await page.keyboard.press("Control+P");
+  await page.waitForSelector(".quick-input-widget input", { timeout: 20000 });
+  await page.keyboard.type(file.split("/").pop(), { delay: 20 });
+  await sleep(800);
+  await page.keyboard.press("Enter");
+  await page.waitForSelector(".monaco-editor .view-lines", { timeout: 30000 });
+  log("opened", file);
+
+  const statusText = async () => (await page.locator(".statusbar-item").allInnerTexts()).filter((t) => t.includes("fxscope")).join(" | ");
+
+  // Problems panel: wait until the expected diagnostic is listed (or the deadline).
+  await page.keyboard.press("Control+Shift+M");
+  await page.waitForSelector(".markers-panel", { timeout: 20000 }).catch(() => undefined);
+  const readProblems = async () => page.locator(".markers-panel .monaco-list-row").allInnerTexts();
+  while (Date.now() < deadline) {
+    result.problems = (await readProblems()).map((t) => t.replace(/\s+/g, " ").trim());
+    result.status = await statusText();
+    if (!trusted && result.status.includes("untrusted")) break;
+    if (expect && result.problems.some((p) => p.includes(expect))) break;
+    await sleep(1000);
+  }
+  log("problems:", JSON.stringify(result.problems));
+  log("status:", result.status);
+
+  if (trusted && hoverLine > 0) {
+    // Go to the line and ask for the hover there.
+    await page.locator(".monaco-editor .view-lines").first().click();
+    await page.keyboard.press("Control+G");
+    await page.waitForSelector(".quick-input-widget input", { timeout: 10000 });
+    await page.keyboard.type(`${hoverLine}:${hoverColumn}`, { delay: 20 });
+    await page.keyboard.press("Enter");
+    await sleep(500);
+    for (let attempt = 0; attempt < 20 && !result.hover; attempt++) {
+      await page.keyboard.press("Control+K");
+      await page.keyboard.press("Control+I");
+      await sleep(1500);
+      const hovers = await page.locator(".monaco-hover:not(.hidden) .monaco-hover-content, .monaco-hover:not(.hidden) .hover-contents").allInnerTexts();
+      const text = hovers.join("\n").trim();
+      if (text && !/^Loading/.test(text)) result.hover = text;
+      else await page.keyboard.press("Escape");
+    }
+    log("hover:", JSON.stringify(result.hover.slice(0, 300)));
+  }
+  result.status = await statusText();
+} catch (e) {
+  result.errors.push(String(e?.stack ?? e));
+} finally {
+  if (browser) await browser.close().catch(() => undefined);
+  try { process.kill(-server.pid, "SIGTERM"); } catch { /* gone */ }
+  await sleep(1000);
+  try { process.kill(-server.pid, "SIGKILL"); } catch { /* gone */ }
+  result.serverLog = serverLog.split("\n").slice(-40).join("\n");
+  result.output = extensionOutput();
+}
+process.stdout.write(JSON.stringify(result) + "\n");
