@@ -162,6 +162,28 @@ def _leaf_types(names: list[str]) -> tuple[tuple[type, ...], list[str]]:
     return tuple(types_), problems
 
 
+def _wrap_functions(names: list[str]) -> tuple[tuple[Callable[..., Any], ...], list[str]]:
+    """``wrap-functions`` entries (``"pkg.mod:func"``, also ``"pkg.mod.func"``) -> the functions;
+    entries that cannot be imported become warnings."""
+    functions, problems = [], []
+    for entry in names:
+        module_name, sep, attr = entry.partition(":")
+        if not sep:
+            module_name, _, attr = entry.rpartition(".")
+        try:
+            if not module_name or not attr:
+                raise ValueError("expected 'package.module:function'")
+            obj: Any = importlib.import_module(module_name)
+            for part in attr.split("."):
+                obj = getattr(obj, part)
+            if not callable(obj):
+                raise TypeError(f"{entry} is not callable")
+            functions.append(obj)
+        except Exception as e:
+            problems.append(f"wrap-functions entry {entry!r} could not be imported: {type(e).__name__}: {e}")
+    return tuple(functions), problems
+
+
 def warm_up() -> None:
     """Called once in the zygote, before any fork: import what every job imports and fill the
     pure-Python caches that the first trace in a process builds (torch's table of overridable
@@ -230,6 +252,8 @@ def run_trace_job(job: dict[str, Any]) -> dict[str, Any]:
 
     leaf_types, problems = _leaf_types(list(config.leaf_modules))
     result["warnings"].extend(problems)
+    wrap_functions, problems = _wrap_functions(list(getattr(config, "wrap_functions", ())))
+    result["warnings"].extend(problems)
     try:
         built = build_model(factory, device=config.device, is_user_file=is_user_file)
     except BuildError as be:
@@ -252,7 +276,8 @@ def run_trace_job(job: dict[str, Any]) -> dict[str, Any]:
             result["warnings"].append(f"example inputs ignored: {e}")
     try:
         report = analyze(built.model, concrete or None, is_user_file=is_user_file, leaf_types=leaf_types,
-                         sites=built.sites, extra_findings=built.findings, inputs=inputs)
+                         sites=built.sites, extra_findings=built.findings, inputs=inputs,
+                         wrap_functions=wrap_functions)
     except Exception as e:  # a bug in the tracer itself must still give a located answer
         detail = "".join(traceback.format_exception_only(type(e), e)).strip()
         return finish({"status": "error", "modules": [], "nodes": 0,
