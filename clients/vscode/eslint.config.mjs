@@ -16,6 +16,6 @@ export default tseslint.config(
   },
   {
     files: ["test/e2e/**/*.mjs", "esbuild.mjs"],
-    languageOptions: { globals: { process: "readonly", console: "readonly", setTimeout: "readonly", URL: "readonly", Buffer: "readonly" } },
+    languageOptions: { globals: { process: "readonly", console: "readonly", setTimeout: "readonly", URL: "readonly", Buffer: "readonly", fetch: "readonly" } },
   },
 );
