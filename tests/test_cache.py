@@ -466,3 +466,76 @@ def test_cache_directory_removed_while_open(tmp_path: Path, warnings_seen: list[
         _assert_works(cache)
     assert (directory / ".gitignore").is_file()
     assert warnings_seen == []
+
+
+# -- what an unchanged check reuses -----------------------------------------------------------
+
+
+def test_lookup_many_matches_lookup(tmp_path: Path, cache: ResultCache) -> None:
+    current = {"a.py": H1, "b.py": H2}
+    cache.store("t1", "ctx", {"a.py": H1}, {"v": 1})
+    cache.store("t1", "ctx", {"a.py": H3}, {"v": "stale"})
+    cache.store("t2", "ctx", {"a.py": H1, "b.py": H2}, {"v": 2})
+    cache.store("t3", "ctx", {"b.py": H3}, {"v": 3})
+    cache.store("t4", "other", {"a.py": H1}, {"v": 4})
+    calls: list[str] = []
+
+    def now(rel: str) -> str | None:
+        calls.append(rel)
+        return current.get(rel)
+
+    hits = cache.lookup_many(["t1", "t2", "t3", "t4", "t5"], "ctx", now)
+    assert {k: h.payload for k, h in hits.items()} == {"t1": {"v": 1}, "t2": {"v": 2}}
+    assert sorted(calls) == ["a.py", "b.py"]  # each dependency looked at once
+    for target in ("t1", "t2", "t3", "t4"):
+        one = cache.lookup(target, "ctx", current.get)
+        assert (one.payload if one else None) == (hits[target].payload if target in hits else None)
+
+
+def test_graphs_are_read_only_when_asked(cache: ResultCache) -> None:
+    graphs = [{"module": "", "nodes": [{"name": "x", "op": "placeholder"}]}]
+    cache.store("t", "ctx", {"m.py": H1}, {"status": "traced", "graphs": graphs})
+    assert cache.lookup("t", "ctx", {"m.py": H1}.get).payload["graphs"] == graphs
+    assert "graphs" not in cache.lookup("t", "ctx", {"m.py": H1}.get, graphs=False).payload
+    assert cache.lookup_many(["t"], "ctx", {"m.py": H1}.get)["t"].payload["graphs"] == graphs
+    assert cache.lookup_many(["t"], "ctx", {"m.py": H1}.get, graphs=False)["t"].payload == {
+        "status": "traced"}
+
+
+def test_file_stats_and_blobs_persist(tmp_path: Path) -> None:
+    directory = tmp_path / "cache"
+    with ResultCache(directory) as c:
+        c.save_file_stats("/ws", {"a.py": (1, 2, 3, H1), "b.py": (4, 5, 6, H2)})
+        c.save_file_stats("/other", {"a.py": (7, 8, 9, H3)})
+        c.save_file_stats("/ws", {"a.py": (10, 2, 3, H3)}, removed=["b.py"])
+        c.put_blobs("summary", {"k1": {"x": 1}, "k2": [1, 2]})
+    with ResultCache(directory) as c:  # another process
+        assert c.file_stats("/ws") == {"a.py": (10, 2, 3, H3)}
+        assert c.file_stats("/other") == {"a.py": (7, 8, 9, H3)}
+        assert c.get_blobs("summary") == {"k1": {"x": 1}, "k2": [1, 2]}
+        assert c.get_blobs("summary", ["k2", "missing"]) == {"k2": [1, 2]}
+        c.put_blobs("summary", {"k3": "v"}, keep=["k1"])  # k2 is no longer wanted
+        assert c.get_blobs("summary") == {"k1": {"x": 1}, "k3": "v"}
+        c.clear()
+        assert c.file_stats("/ws") == {} and c.get_blobs("summary") == {}
+
+
+def test_file_hasher_seeded_signatures_skip_reading(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    f = tmp_path / "m.py"
+    f.write_text("a = 1\n")
+    old = 1_600_000_000 * 10**9
+    os.utime(f, ns=(old, old))
+    first = FileHasher(tmp_path)
+    digest = first.hash("m.py")
+    entries = first.memo_entries()
+    assert entries["m.py"][3] == digest
+
+    second = FileHasher(tmp_path)  # a later process, seeded from the persisted signatures
+    second.seed(entries)
+    reads: list[str] = []
+    real_open = open
+    monkeypatch.setattr("builtins.open", lambda p, *a, **k: reads.append(str(p)) or real_open(p, *a, **k))
+    assert second.hash("m.py") == digest and reads == []
+    f.write_text("a = 2\n")  # a new mtime: read again
+    assert second.hash("m.py") == hash_text("a = 2\n") and reads == [str(f)]
+    assert "m.py" not in second.memo_entries()  # modified just now: not trusted yet

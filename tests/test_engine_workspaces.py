@@ -4,12 +4,16 @@ trace children's thread count, classes that are not targets or need constructor 
 
 from __future__ import annotations
 
+import os
 import textwrap
 from pathlib import Path
 
 from engine_support import locate, run_check, write_tree
 
+from fxscope.cache import FileHasher, ResultCache
 from fxscope.engine import Engine
+from fxscope.engine.workspace_state import WorkspaceState
+from fxscope.project import _summary, load_config
 
 LAYERS = """
     import torch
@@ -220,3 +224,66 @@ def test_main_guard_and_forwarding_constructors_through_the_cli(tmp_path: Path) 
     assert run.targets["demo.py::Scaled"]["status"] == "skipped"
     assert [f["code"] for f in run.report["findings"]] == ["FXS405"]
     assert "(*args, **kwargs)" in run.report["findings"][0]["message"]
+
+
+def _old(root: Path) -> None:
+    """Give every file an mtime long past: its signature is trusted (not "racy")."""
+    stamp = 1_600_000_000 * 10**9
+    for path in root.rglob("*.py"):
+        os.utime(path, ns=(stamp, stamp))
+
+
+def _fresh_state(root: Path) -> tuple[WorkspaceState, ResultCache]:
+    """What a new process starts with: nothing in memory, the persisted cache on disk."""
+    _summary.clear_cache()
+    cache = ResultCache(root / ".fxscope_cache")
+    return WorkspaceState(load_config(root), cache, FileHasher(root)), cache
+
+
+def test_unchanged_workspace_is_neither_read_nor_parsed_again(tmp_path: Path, monkeypatch) -> None:
+    write_tree(tmp_path, {f"m{i}.py": f"from torch import nn\nclass M{i}(nn.Module):\n"
+                                      f"    def forward(self, x): return x + {i}\n" for i in range(5)})
+    write_tree(tmp_path, {"base.py": "from torch import nn\nclass Base(nn.Module):\n    pass\n",
+                          "sub.py": "from base import Base\nclass Sub(Base):\n    def forward(self, x): return x\n"})
+    _old(tmp_path)
+    state, cache = _fresh_state(tmp_path)
+    first = state.discover()
+    state.save()
+    cache.close()
+    assert len(first.targets) == 6
+
+    state, cache = _fresh_state(tmp_path)
+    parses = _summary.cache_stats()["parses"]
+    reads: list[str] = []
+    real_read = Path.read_bytes
+    monkeypatch.setattr(Path, "read_bytes", lambda self: reads.append(self.name) or real_read(self))
+    again = state.discover()
+    assert again.to_json() == first.to_json()
+    assert _summary.cache_stats()["parses"] == parses and reads == []
+    cache.close()
+
+    # one file changes: discovery runs again, from persisted summaries; only that file is parsed
+    (tmp_path / "base.py").write_text("from torch import nn\nclass Base(nn.Linear):\n    pass\n")
+    stamp = 1_700_000_000 * 10**9  # a later save, long enough ago to be trusted
+    os.utime(tmp_path / "base.py", ns=(stamp, stamp))
+    state, cache = _fresh_state(tmp_path)
+    parses = _summary.cache_stats()["parses"]
+    changed = state.discover()
+    assert _summary.cache_stats()["parses"] == parses + 1 and reads == ["base.py"]
+    assert {t.id: t.needs_args for t in changed.targets}["sub.py::Sub"] is True
+    cache.close()
+
+
+def test_a_recent_file_is_looked_at_not_trusted_by_its_signature(tmp_path: Path) -> None:
+    write_tree(tmp_path, {"m.py": "from torch import nn\nclass A(nn.Module):\n    def forward(self, x): return x\n"})
+    state, cache = _fresh_state(tmp_path)  # m.py was written just now
+    assert [t.id for t in state.discover().targets] == ["m.py::A"]
+    state.save()
+    cache.close()
+    path = tmp_path / "m.py"
+    before = path.stat()
+    path.write_text(path.read_text().replace("class A(", "class B("))  # same size
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))  # and the same mtime
+    state, cache = _fresh_state(tmp_path)
+    assert [t.id for t in state.discover().targets] == ["m.py::B"]
+    cache.close()

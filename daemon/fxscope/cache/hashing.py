@@ -63,6 +63,7 @@ class FileHasher:
     def __init__(self, root: Path) -> None:
         self.root = Path(root)
         self._lock = threading.Lock()
+        self._root = str(self.root)
         self._memo: dict[str, tuple[tuple[int, int, int], str]] = {}
 
     def hash(self, rel: str, overlays: Mapping[str, str] | None = None) -> str | None:
@@ -74,7 +75,7 @@ class FileHasher:
                 return overlay
         with self._lock:
             memo = self._memo.get(rel)
-        path = self.root / rel
+        path = os.path.join(self._root, rel)
         try:
             st = os.stat(path)
         except (OSError, ValueError):
@@ -101,6 +102,20 @@ class FileHasher:
             else:
                 self._memo.pop(rel, None)
         return digest
+
+    def seed(self, entries: Mapping[str, tuple[int, int, int, str]]) -> None:
+        """Trust these recorded ``rel -> (mtime_ns, size, inode, digest)`` signatures (persisted
+        by an earlier process): a file whose ``stat`` still matches is not read again."""
+        with self._lock:
+            for rel, (mtime_ns, size, ino, digest) in entries.items():
+                self._memo.setdefault(rel, ((int(mtime_ns), int(size), int(ino)), str(digest)))
+
+    def memo_entries(self) -> dict[str, tuple[int, int, int, str]]:
+        """Every trusted signature, as :meth:`seed` takes them (to persist between runs). Files
+        modified within the last two seconds are never in it (their stat may not change with
+        their content)."""
+        with self._lock:
+            return {rel: (*sig, digest) for rel, (sig, digest) in self._memo.items()}
 
     def invalidate(self, rel: str | None = None) -> None:
         """Forget the memoised hash of ``rel`` (of every file if None)."""

@@ -4,6 +4,11 @@ One SQLite database (``results.sqlite3``, WAL mode) shared safely by threads and
 daemon, concurrent ``fxscope check`` runs and a CLI. Payloads are JSON text, never pickle. A corrupt
 database is moved aside and rebuilt with a warning; the cache never raises for corruption, and an
 unusable cache degrades to misses.
+
+Besides results it keeps what makes an unchanged check cheap, as ruff's and mypy's caches do: each
+file's ``(mtime_ns, size, inode)`` with its content hash (:meth:`ResultCache.file_stats`), so an
+unchanged file costs one ``stat`` and is never read again; and small JSON blobs by kind and key
+(:meth:`ResultCache.get_blobs`), e.g. per-content AST summaries and the last discovery.
 """
 
 from __future__ import annotations
@@ -15,7 +20,7 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -28,9 +33,9 @@ except ImportError:  # pragma: no cover - not on POSIX
 
 from .hashing import hash_json
 
-__all__ = ["DB_NAME", "SCHEMA_VERSION", "CacheHit", "CacheStats", "ResultCache"]
+__all__ = ["DB_NAME", "SCHEMA_VERSION", "CacheHit", "CacheStats", "FileStat", "ResultCache"]
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 DB_NAME = "results.sqlite3"
 
 _BUSY_TIMEOUT_S = 30.0  # SQLite waits this long for another writer's lock
@@ -43,10 +48,19 @@ _SCHEMA = (
     "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
     "CREATE TABLE entries ("
     " target_id TEXT NOT NULL, context TEXT NOT NULL, deps_digest TEXT NOT NULL,"
-    " deps TEXT NOT NULL, payload TEXT NOT NULL, created REAL NOT NULL,"
+    " deps TEXT NOT NULL, payload TEXT NOT NULL, created REAL NOT NULL, graphs TEXT,"
     " PRIMARY KEY (target_id, context, deps_digest))",
     "CREATE INDEX entries_by_context ON entries (context)",
+    "CREATE TABLE files ("
+    " scope TEXT NOT NULL, rel TEXT NOT NULL, mtime_ns INTEGER NOT NULL, size INTEGER NOT NULL,"
+    " ino INTEGER NOT NULL, digest TEXT NOT NULL, PRIMARY KEY (scope, rel))",
+    "CREATE TABLE blobs ("
+    " kind TEXT NOT NULL, key TEXT NOT NULL, value TEXT NOT NULL, created REAL NOT NULL,"
+    " PRIMARY KEY (kind, key))",
 )
+
+#: A file's stat signature and content hash: ``(mtime_ns, size, inode, sha256 hex)``.
+FileStat = tuple[int, int, int, str]
 
 T = TypeVar("T")
 
@@ -118,13 +132,17 @@ class ResultCache:
     # -- public API ---------------------------------------------------------------------------
 
     def lookup(
-        self, target_id: str, context: str, current: Callable[[str], str | None]
+        self, target_id: str, context: str, current: Callable[[str], str | None], *,
+        graphs: bool = True,
     ) -> CacheHit | None:
         """The newest entry whose every dep equals ``current(dep)`` (the file's hash now, None if
-        gone), or None. Entries with unreadable JSON count as misses and are deleted."""
-        rows: list[tuple[str, str, str, float]] = self._run(
+        gone), or None. Entries with unreadable JSON count as misses and are deleted. A payload's
+        ``graphs`` (the bulk of a real model's result) are stored apart and read only when
+        ``graphs`` is true."""
+        rows: list[tuple[str, str, str, float, str | None]] = self._run(
             lambda conn: conn.execute(
-                "SELECT deps_digest, deps, payload, created FROM entries"
+                "SELECT deps_digest, deps, payload, created, "
+                + ("graphs" if graphs else "NULL") + " FROM entries"
                 " WHERE target_id = ? AND context = ? ORDER BY created DESC, rowid DESC",
                 (target_id, context),
             ).fetchall(),
@@ -133,14 +151,14 @@ class ResultCache:
         seen: dict[str, str | None] = {}
         bad: list[tuple[str, str]] = []
         hit: CacheHit | None = None
-        for digest, deps_text, payload_text, created in rows:
+        for digest, deps_text, payload_text, created, graphs_text in rows:
             deps = _load_deps(deps_text)
             if deps is None:
                 bad.append((digest, payload_text))
                 continue
             if not all(_current(current, seen, dep) == h for dep, h in deps.items()):
                 continue
-            payload = _load_dict(payload_text)
+            payload = _load_payload(payload_text, graphs_text)
             if payload is None:
                 bad.append((digest, payload_text))
                 continue
@@ -155,6 +173,48 @@ class ResultCache:
                 self._hits += 1
         return hit
 
+    def lookup_many(
+        self, target_ids: Iterable[str], context: str, current: Callable[[str], str | None], *,
+        graphs: bool = True,
+    ) -> dict[str, CacheHit]:
+        """:meth:`lookup` for many targets in one query: target id -> its newest valid entry
+        (targets without one are absent). ``current`` is called once per distinct dependency."""
+        wanted = set(target_ids)
+        if not wanted:
+            return {}
+        rows: list[tuple[str, str, str, str, float, str | None]] = self._run(
+            lambda conn: conn.execute(
+                "SELECT target_id, deps_digest, deps, payload, created, "
+                + ("graphs" if graphs else "NULL") + " FROM entries"
+                " WHERE context = ? ORDER BY target_id, created DESC, rowid DESC",
+                (context,),
+            ).fetchall(),
+            [],
+        )
+        seen: dict[str, str | None] = {}
+        hits: dict[str, CacheHit] = {}
+        bad: dict[str, list[tuple[str, str]]] = {}
+        for target_id, digest, deps_text, payload_text, created, graphs_text in rows:
+            if target_id not in wanted or target_id in hits:
+                continue
+            deps = _load_deps(deps_text)
+            if deps is None:
+                bad.setdefault(target_id, []).append((digest, payload_text))
+                continue
+            if not all(_current(current, seen, dep) == h for dep, h in deps.items()):
+                continue
+            payload = _load_payload(payload_text, graphs_text)
+            if payload is None:
+                bad.setdefault(target_id, []).append((digest, payload_text))
+                continue
+            hits[target_id] = CacheHit(target_id, deps, payload, float(created))
+        for target_id, entries in bad.items():
+            self._delete_rows(target_id, context, entries)
+        with self._lock:
+            self._hits += len(hits)
+            self._misses += len(wanted) - len(hits)
+        return hits
+
     def store(
         self, target_id: str, context: str, deps: Mapping[str, str], payload: Mapping[str, Any]
     ) -> None:
@@ -162,13 +222,16 @@ class ResultCache:
         keeps its hash; one transaction, pruning all but the newest ``max_entries``."""
         deps = dict(deps)
         deps_text = json.dumps(deps, sort_keys=True, separators=(",", ":"))
-        payload_text = json.dumps(payload, separators=(",", ":"))
-        row = (target_id, context, hash_json(deps), deps_text, payload_text, time.time())
+        body = dict(payload)
+        graphs = body.pop("graphs", None)
+        payload_text = json.dumps(body, separators=(",", ":"))
+        graphs_text = None if graphs is None else json.dumps(graphs, separators=(",", ":"))
+        row = (target_id, context, hash_json(deps), deps_text, payload_text, time.time(), graphs_text)
         keep = (target_id, context, target_id, context, self._max_entries)
 
         def op(conn: sqlite3.Connection) -> None:
             with _transaction(conn):
-                conn.execute("INSERT OR REPLACE INTO entries VALUES (?, ?, ?, ?, ?, ?)", row)
+                conn.execute("INSERT OR REPLACE INTO entries VALUES (?, ?, ?, ?, ?, ?, ?)", row)
                 conn.execute(
                     "DELETE FROM entries WHERE target_id = ? AND context = ? AND rowid NOT IN"
                     " (SELECT rowid FROM entries WHERE target_id = ? AND context = ?"
@@ -195,12 +258,84 @@ class ResultCache:
                 index.setdefault(target_id, set()).update(deps)
         return index
 
+    def file_stats(self, scope: str) -> dict[str, FileStat]:
+        """The recorded ``(mtime_ns, size, inode, digest)`` of every file of ``scope`` (a
+        workspace root), keyed by root-relative path."""
+        rows: list[tuple[str, int, int, int, str]] = self._run(
+            lambda conn: conn.execute(
+                "SELECT rel, mtime_ns, size, ino, digest FROM files WHERE scope = ?", (scope,)
+            ).fetchall(),
+            [],
+        )
+        return {rel: (int(m), int(s), int(i), str(d)) for rel, m, s, i, d in rows}
+
+    def save_file_stats(
+        self, scope: str, changed: Mapping[str, FileStat], removed: Iterable[str] = ()
+    ) -> None:
+        """Record ``changed`` file signatures of ``scope`` and forget ``removed`` paths."""
+        rows = [(scope, rel, *stat) for rel, stat in changed.items()]
+        gone = [(scope, rel) for rel in removed]
+        if not rows and not gone:
+            return
+
+        def op(conn: sqlite3.Connection) -> None:
+            with _transaction(conn):
+                conn.executemany("INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?, ?)", rows)
+                conn.executemany("DELETE FROM files WHERE scope = ? AND rel = ?", gone)
+
+        self._run(op, None)
+
+    def get_blobs(self, kind: str, keys: Iterable[str] | None = None) -> dict[str, Any]:
+        """JSON values stored under ``kind`` (all of them, or those of ``keys``); unreadable
+        ones are left out."""
+        if keys is None:
+            rows: list[tuple[str, str]] = self._run(
+                lambda conn: conn.execute(
+                    "SELECT key, value FROM blobs WHERE kind = ?", (kind,)).fetchall(), [])
+        else:
+            wanted = list(dict.fromkeys(keys))
+            rows = []
+            for start in range(0, len(wanted), 500):
+                chunk = wanted[start:start + 500]
+                marks = ",".join("?" * len(chunk))
+                rows += self._run(
+                    lambda conn, chunk=chunk, marks=marks: conn.execute(
+                        f"SELECT key, value FROM blobs WHERE kind = ? AND key IN ({marks})",
+                        (kind, *chunk)).fetchall(), [])
+        out: dict[str, Any] = {}
+        for key, text in rows:
+            try:
+                out[key] = json.loads(text)
+            except (TypeError, ValueError, RecursionError):
+                continue
+        return out
+
+    def put_blobs(self, kind: str, items: Mapping[str, Any], *, keep: Iterable[str] | None = None) -> None:
+        """Store JSON ``items`` under ``kind``; with ``keep``, every other key of ``kind`` not in
+        ``keep`` or ``items`` is deleted (pruning what the workspace no longer has)."""
+        now = time.time()
+        rows = [(kind, key, json.dumps(value, separators=(",", ":")), now) for key, value in items.items()]
+        keep_set = None if keep is None else set(keep) | set(items)
+
+        def op(conn: sqlite3.Connection) -> None:
+            with _transaction(conn):
+                conn.executemany("INSERT OR REPLACE INTO blobs VALUES (?, ?, ?, ?)", rows)
+                if keep_set is not None:
+                    stale = [(kind, key) for (key,) in conn.execute(
+                        "SELECT key FROM blobs WHERE kind = ?", (kind,)) if key not in keep_set]
+                    conn.executemany("DELETE FROM blobs WHERE kind = ? AND key = ?", stale)
+
+        if rows or keep_set is not None:
+            self._run(op, None)
+
     def clear(self) -> None:
         """Delete every entry (the database file stays; other processes may have it open)."""
 
         def op(conn: sqlite3.Connection) -> None:
             with _transaction(conn):
                 conn.execute("DELETE FROM entries")
+                conn.execute("DELETE FROM files")
+                conn.execute("DELETE FROM blobs")
 
         self._run(op, None)
 
@@ -458,6 +593,16 @@ def _load_dict(text: str) -> dict[str, Any] | None:
     except (TypeError, ValueError, RecursionError):
         return None
     return value if isinstance(value, dict) else None
+
+
+def _load_payload(text: str, graphs_text: str | None) -> dict[str, Any] | None:
+    payload = _load_dict(text)
+    if payload is not None and graphs_text is not None:
+        try:
+            payload["graphs"] = json.loads(graphs_text)
+        except (TypeError, ValueError, RecursionError):
+            return None
+    return payload
 
 
 def _load_deps(text: str) -> dict[str, str] | None:

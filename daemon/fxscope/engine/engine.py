@@ -12,7 +12,7 @@ return a result dict. Answering from the cache never imports torch or starts a w
 
 from __future__ import annotations
 
-import importlib.metadata
+import importlib.util
 import os
 import queue
 import sys
@@ -29,6 +29,7 @@ from fxscope.cache import FileHasher, ResultCache, hash_json, hash_text
 from fxscope.engine.faults import fault_result, is_cacheable_fault, is_fault_body
 from fxscope.engine.payload import payload_problem
 from fxscope.engine.results import TargetResult, relativize, skipped_result
+from fxscope.engine.workspace_state import WorkspaceState
 from fxscope.project.config import Config, load_config
 from fxscope.model import Snapshot
 from fxscope.project.discovery import Discovery, Target, discover
@@ -61,10 +62,22 @@ class _Overlays:
 
 
 def installed_torch_version() -> str:
-    """torch's installed version, read from package metadata (torch is not imported)."""
+    """torch's installed version (``torch.__version__``), read from ``torch/version.py`` without
+    importing torch (package metadata is the fallback; both are cheap, the first much cheaper)."""
     try:
-        return importlib.metadata.version("torch")
-    except importlib.metadata.PackageNotFoundError:
+        spec = importlib.util.find_spec("torch")  # finds the package, does not run it
+        if spec is not None and spec.origin:
+            with open(os.path.join(os.path.dirname(spec.origin), "version.py"), encoding="utf-8") as fh:
+                for line in fh:
+                    if line.startswith("__version__"):
+                        return line.split("=", 1)[1].strip().strip("'\"")
+    except (ImportError, OSError, ValueError, UnicodeDecodeError):
+        pass
+    from importlib import metadata
+
+    try:
+        return metadata.version("torch")
+    except metadata.PackageNotFoundError:
         return "unknown"
 
 
@@ -96,6 +109,8 @@ class Engine:
         directory = cache_dir or self.config.cache_dir or self.root / ".fxscope_cache"
         self.cache = ResultCache(Path(directory), on_warning=self.on_warning)
         self.hasher = FileHasher(self.root)
+        # recorded file signatures and the last discovery: an unchanged check re-reads nothing
+        self.state = WorkspaceState(self.config, self.cache, self.hasher)
         self.workers = workers or self.config.workers or os.cpu_count() or 1
         self.torch_version = installed_torch_version()
         self.context = hash_json({
@@ -159,6 +174,8 @@ class Engine:
         """Targets of the workspace (AST only); ``overlays`` maps absolute paths to buffer text
         (or is a :class:`~fxscope.model.Snapshot`)."""
         texts = overlays.texts if isinstance(overlays, Snapshot) else (overlays or {})
+        if not texts:
+            return self.state.discover()
         ov = {Path(k): v for k, v in texts.items()}
         return discover(self.config, overlays=ov or None)
 
@@ -235,7 +252,7 @@ class Engine:
             on_result: Callable[[TargetResult], None] | None = None,
             cancel: Cancel = None, use_cache: bool = True,
             on_cancelled: Callable[[Target], None] | None = None,
-            retry_faults: bool = False) -> list[TargetResult]:
+            retry_faults: bool = False, graphs: bool = True) -> list[TargetResult]:
         """Results for ``targets`` under the buffers of ``overlays`` (an immutable snapshot, or
         absolute path -> text): from the cache when every recorded file is unchanged, else traced
         in workers (in parallel).
@@ -249,7 +266,8 @@ class Engine:
         targets (FXS405) are cached like traced ones, keyed by their class's file and imports.
         Faults (timeouts, crashes) are cached like any result: an unchanged workspace never pays
         a timeout twice; ``retry_faults`` runs the targets whose cached result is a fault again
-        (``fxscope check --retry-faults``, the server's re-trace command)."""
+        (``fxscope check --retry-faults``, the server's re-trace command). ``graphs`` false leaves
+        the FX graphs out of cached results (they are most of a real model's result)."""
         view = self._overlays(overlays)
         digests = view.digests
         abs_overlays = view.texts
@@ -259,8 +277,10 @@ class Engine:
         results: list[TargetResult] = []
         misses: list[Target] = []
         warned: set[str] = set()
+        hits = (self.cache.lookup_many([t.id for t in targets], self.context, current, graphs=graphs)
+                if use_cache else {})
         for t in targets:
-            hit = self.cache.lookup(t.id, self.context, current) if use_cache else None
+            hit = hits.get(t.id)
             if hit is not None and retry_faults and is_fault_body(hit.payload):
                 hit = None
             if hit is not None and payload_problem(hit.payload) is not None:
@@ -280,6 +300,7 @@ class Engine:
             results.append(r)
             if on_result:
                 on_result(r)
+        self.state.save()
         if not misses:
             return results
         preload_deps = self._preload_deps()
@@ -316,6 +337,7 @@ class Engine:
             results.append(r)
             if on_result:
                 on_result(r)
+        self.state.save()
         return results
 
     @staticmethod
@@ -418,7 +440,7 @@ class Engine:
                 on_progress(ProgressEvent(counter[0], total, r.target.id, r.cached))
 
         results = self.run(targets, overlays=overlays, discovery=discovery, on_result=progress,
-                           cancel=cancel, use_cache=use_cache, retry_faults=retry_faults)
+                           cancel=cancel, use_cache=use_cache, retry_faults=retry_faults, graphs=graphs)
         results = _drop_covered_skips(results)
         file_errors = discovery.file_errors
         if paths is not None:

@@ -14,9 +14,13 @@ import warnings
 from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Union
+from typing import Any, Iterable, Union
 
-__all__ = ["ClassInfo", "Summary", "cache_stats", "clear_cache", "summary_of_file", "summary_of_text"]
+__all__ = ["SUMMARY_FORMAT", "ClassInfo", "Summary", "cache_stats", "clear_cache", "summary_of_bytes",
+           "summary_of_file", "summary_of_text"]
+
+#: Version of :meth:`Summary.to_json`; persisted summaries of another version are not used.
+SUMMARY_FORMAT = 2
 
 #: How a module-level name is bound. ("class", name) | ("def", name, line) | ("module", "a.b")
 #: | ("from", level, "a.b", name) | ("alias", "a.b.C") | ("other",)
@@ -49,6 +53,35 @@ class Summary:
     classes: dict[str, ClassInfo]
     imports: tuple[ImportRecord, ...]
     error: tuple[int, int, str] | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-able dict; :meth:`from_json` inverts it (summaries are persisted by content)."""
+        return {
+            "bindings": {k: list(v) for k, v in self.bindings.items()},
+            "stars": [list(s) for s in self.stars],
+            "classes": {k: [c.line, list(c.bases), c.members, sorted(c.abstract),
+                            None if c.init_required is None else list(c.init_required)]
+                        for k, c in self.classes.items()},
+            "imports": [[lvl, mod, None if names is None else list(names)] for lvl, mod, names in self.imports],
+            "error": None if self.error is None else list(self.error),
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Summary:
+        """Rebuild a summary from :meth:`to_json` output."""
+        classes = {
+            name: ClassInfo(name, int(line), tuple(bases), dict(members), frozenset(abstract),
+                            None if init is None else tuple(init))
+            for name, (line, bases, members, abstract, init) in data["classes"].items()
+        }
+        return cls(
+            {k: tuple(v) for k, v in data["bindings"].items()},
+            tuple((int(level), str(module)) for level, module in data["stars"]),
+            classes,
+            tuple((int(lvl), str(mod), None if names is None else tuple(names))
+                  for lvl, mod, names in data["imports"]),
+            None if data["error"] is None else (int(data["error"][0]), int(data["error"][1]), str(data["error"][2])),
+        )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -268,6 +301,11 @@ def _by_content(data: bytes, source: str | bytes | None = None) -> tuple[bytes, 
     with _LOCK:
         _remember(_BY_CONTENT, digest, summary)
     return digest, summary
+
+
+def summary_of_bytes(data: bytes) -> Summary:
+    """Summary of a file's bytes (cached by content hash)."""
+    return _by_content(data)[1]
 
 
 def summary_of_text(text: str) -> Summary:

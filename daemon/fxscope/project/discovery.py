@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from ._summary import Summary, summary_of_file, summary_of_text
 from .config import Config
@@ -82,6 +82,16 @@ class Target:
             out["inputs"] = self.inputs
         return out
 
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Target:
+        """Rebuild a target from :meth:`to_json` output."""
+        return cls(
+            id=data["id"], kind=data["kind"], file=data["file"], line=int(data["line"]),
+            module=data.get("module"), qualname=data.get("qualname"), factory=data.get("factory"),
+            concrete_args=dict(data.get("concrete_args") or {}), needs_args=bool(data.get("needs_args")),
+            required_args=tuple(data.get("required_args") or ()), inputs=data.get("inputs") or {},
+        )
+
 
 @dataclass(frozen=True)
 class FileError:
@@ -121,6 +131,25 @@ class Discovery:
                     seen.add(importer)
                     queue.append(importer)
         return seen
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-able dict (persisted between runs); :meth:`from_json` inverts it."""
+        return {
+            "targets": [t.to_json() for t in self.targets],
+            "file_errors": [[e.file, e.line, e.column, e.message] for e in self.file_errors],
+            "files": list(self.files),
+            "imports": {f: sorted(deps) for f, deps in self.imports.items()},
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Discovery:
+        """Rebuild a discovery from :meth:`to_json` output."""
+        return cls(
+            [Target.from_json(t) for t in data["targets"]],
+            [FileError(str(f), int(line), int(col), str(msg)) for f, line, col, msg in data["file_errors"]],
+            list(data["files"]),
+            {f: set(deps) for f, deps in data["imports"].items()},
+        )
 
     def affected_targets(self, file: str) -> list[Target]:
         """The targets whose file is ``file`` or imports it (transitively)."""
@@ -341,13 +370,16 @@ def _base_kind(ref: Ref | None) -> tuple[str, str]:
 
 
 def discover(
-    config: Config, files: list[Path] | None = None, overlays: dict[Path, str] | None = None
+    config: Config, files: list[Path] | None = None, overlays: dict[Path, str] | None = None,
+    summary_source: Callable[[str, Path], Summary | None] | None = None,
 ) -> Discovery:
     """Targets, parse errors and the import graph of the workspace, from source alone.
 
     ``files`` defaults to :func:`~fxscope.project.files.workspace_files`; ``overlays`` maps paths
     to unsaved editor contents used instead of the disk (an included path that does not exist on
     disk yet is added). Only files whose content changed since the last call are parsed again.
+    ``summary_source(rel, path)`` supplies the summary of a file on disk (e.g. from a persistent
+    store keyed by content); by default the in-process cache of :mod:`._summary` does.
     """
     overlay_by_rel = {relpath(config, p): text for p, text in (overlays or {}).items()}
     paths = workspace_files(config) if files is None else list(files)
@@ -365,7 +397,12 @@ def discover(
     errors: list[FileError] = []
     for rel in sorted(rels):
         text = overlay_by_rel.get(rel)
-        summary = summary_of_text(text) if text is not None else summary_of_file(rels[rel])
+        if text is not None:
+            summary: Summary | None = summary_of_text(text)
+        elif summary_source is not None:
+            summary = summary_source(rel, rels[rel])
+        else:
+            summary = summary_of_file(rels[rel])
         if summary is None:
             continue
         summaries[rel] = summary

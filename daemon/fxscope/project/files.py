@@ -21,7 +21,7 @@ from pathlib import Path
 
 from .config import Config
 
-__all__ = ["is_included", "module_name_for", "relpath", "workspace_files"]
+__all__ = ["is_included", "module_name_for", "relpath", "workspace_files", "workspace_rels"]
 
 
 @functools.lru_cache(maxsize=512)
@@ -72,13 +72,24 @@ def _segment_regex(segment: str) -> str:
     return "".join(out)
 
 
+@functools.lru_cache(maxsize=64)
+def _combined(patterns: tuple[str, ...]) -> tuple[re.Pattern[str] | None, re.Pattern[str] | None]:
+    """One regex for the anchored patterns (matched against the path) and one for the others
+    (matched against the last part): a large tree is walked with two matches per entry."""
+    anchored = [_compile(p)[1].pattern for p in patterns if _compile(p)[0]]
+    names = [_compile(p)[1].pattern for p in patterns if not _compile(p)[0]]
+
+    def join(parts: list[str]) -> re.Pattern[str] | None:
+        return re.compile("|".join(f"(?:{p})" for p in parts)) if parts else None
+
+    return join(anchored), join(names)
+
+
 def _matches(patterns: tuple[str, ...], rel: str) -> bool:
-    name = rel.rsplit("/", 1)[-1]
-    for pattern in patterns:
-        anchored, regex = _compile(pattern)
-        if regex.match(rel if anchored else name):
-            return True
-    return False
+    anchored, names = _combined(patterns)
+    if names is not None and names.match(rel.rsplit("/", 1)[-1]):
+        return True
+    return anchored is not None and anchored.match(rel) is not None
 
 
 def _dir_excluded(config: Config, rel_dir: str) -> bool:
@@ -100,16 +111,53 @@ def _file_wanted(config: Config, rel: str) -> bool:
 def workspace_files(config: Config) -> list[Path]:
     """Every included ``.py`` file under ``config.root``, sorted, absolute."""
     root = str(config.root)
-    found: list[Path] = []
-    for directory, dirs, files in os.walk(root):
-        rel_dir = os.path.relpath(directory, root).replace(os.sep, "/")
-        prefix = "" if rel_dir == "." else rel_dir + "/"
-        dirs[:] = sorted(d for d in dirs if not _dir_excluded(config, prefix + d))
-        for name in files:
-            if name.endswith(".py") and _file_wanted(config, prefix + name):
-                found.append(Path(directory, name))
+    return [Path(root, rel) for rel in workspace_rels(config)]
+
+
+def workspace_rels(config: Config) -> list[str]:
+    """Every included ``.py`` file under ``config.root`` as a sorted root-relative posix path."""
+    root = str(config.root)
+    real_root = os.path.realpath(root)
+    found: list[str] = []
+    todo = [""]
+    while todo:
+        prefix = todo.pop()
+        try:
+            entries = list(os.scandir(os.path.join(root, prefix) if prefix else root))
+        except OSError:
+            continue
+        for entry in entries:
+            if not _utf8(entry.name):  # no report, editor or module name can carry it: skipped
+                continue
+            rel = prefix + entry.name
+            try:
+                is_dir = entry.is_dir(follow_symlinks=False)  # as os.walk: links not followed
+            except OSError:
+                continue
+            if is_dir:
+                if not _dir_excluded(config, rel):
+                    todo.append(rel + "/")
+            elif entry.name.endswith(".py") and _file_wanted(config, rel):
+                if entry.is_symlink() and not _inside(real_root, entry.path):
+                    continue  # a link out of the workspace: never imported nor traced
+                found.append(rel)
     found.sort()
     return found
+
+
+def _utf8(name: str) -> bool:
+    """Whether a file name decoded by ``os`` is valid UTF-8 (not surrogate-escaped bytes)."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _inside(real_root: str, path: str) -> bool:
+    """Whether ``path``'s real path (links resolved) is ``real_root`` or below it."""
+    real = os.path.realpath(path)
+    return real == real_root or real.startswith(real_root.rstrip(os.sep) + os.sep)
 
 
 def relpath(config: Config, path: Path | str) -> str:
