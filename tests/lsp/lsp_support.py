@@ -64,11 +64,23 @@ def _record_publish(client: LanguageClient, params: types.PublishDiagnosticsPara
     client.published.append(params)  # type: ignore[attr-defined]
 
 
+def _record_registration(client: LanguageClient, params: types.RegistrationParams) -> None:
+    client.registrations.extend(params.registrations)  # type: ignore[attr-defined]
+
+
+def _count_lens_refresh(client: LanguageClient, params: None) -> None:
+    client.lens_refreshes += 1  # type: ignore[attr-defined]
+
+
 def make_client() -> LanguageClient:
     client = LanguageClient(converter_factory=default_converter)
     client.published = []  # type: ignore[attr-defined]
+    client.registrations = []  # type: ignore[attr-defined]
+    client.lens_refreshes = 0  # type: ignore[attr-defined]
     features = dict(DEFAULT_CLIENT_FEATURES)
     features[types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS] = _record_publish
+    features[types.CLIENT_REGISTER_CAPABILITY] = _record_registration
+    features[types.WORKSPACE_CODE_LENS_REFRESH] = _count_lens_refresh
     register_lsp_features(client, features)
     return client
 

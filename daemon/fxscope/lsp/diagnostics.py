@@ -220,6 +220,8 @@ class DiagnosticsFeature:
             return
         last = self._published.get(uri)
         version = ff.version if open_version is not None else None
+        if open_version is not None and version is None and self._buffer_is_disk(path):
+            version = open_version  # computed from the disk, which holds exactly the buffer's text
         if open_version is not None and last is not None and last.version is not None:
             if version is None or version < last.version:
                 return  # older than what the client shows: keep the last results
@@ -232,6 +234,12 @@ class DiagnosticsFeature:
             return  # nothing was shown for this closed file: nothing to clear
         self._published[uri] = _Published(version, ff.result_id)
         self._send(uri, diagnostics, version)
+
+    def _buffer_is_disk(self, path: Path) -> bool:
+        try:
+            return path.read_text(encoding="utf-8") == self.ls.text_of(path)
+        except (OSError, UnicodeDecodeError):
+            return False
 
     def document_closed(self, folder: Folder, path: Path) -> None:
         """The buffer is gone: its disk results count again."""
@@ -261,18 +269,15 @@ class DiagnosticsFeature:
 
     # ------------------------------------------------------------------ pull
     async def _current(self, folder: Folder, path: Path) -> Any:
-        """The findings of ``path``; for a client that cannot be told to refresh, wait (bounded)
-        while a trace for the document's current version is pending."""
-        ff = self._findings(folder, path)
+        """The findings of ``path``; for a client that cannot be told to refresh, first wait
+        (bounded) while a trace that may change them is debouncing, queued or running."""
         version = self.ls.document_version(path)
-        if ff is None or version is None or self.refresh_support:
-            return ff
+        if version is None or self.refresh_support:
+            return self._findings(folder, path)
         if self._changed is None:
             self._changed = asyncio.Event()
         deadline = time.monotonic() + PULL_WAIT_S
-        while (ff.version is None or ff.version < version) and time.monotonic() < deadline:
-            if not self.ls.busy(folder, path):
-                break
+        while time.monotonic() < deadline and self.ls.busy(folder, path):
             self._changed.clear()
             try:
                 await asyncio.wait_for(self._changed.wait(), timeout=0.1)
@@ -280,10 +285,7 @@ class DiagnosticsFeature:
                 pass
             if self.ls.document_version(path) != version:
                 break  # a newer edit: answer now, the client pulls again for it
-            ff = self._findings(folder, path)
-            if ff is None:
-                break
-        return ff
+        return self._findings(folder, path)
 
     async def pull_document(self, params: types.DocumentDiagnosticParams) -> types.DocumentDiagnosticReport:
         path = uri_to_path(params.text_document.uri)

@@ -116,6 +116,7 @@ class FxscopeServer(LanguageServer):
         self._last_change: dict[Path, float] = {}
         self._watchers: dict[Path, FolderWatcher] = {}
         self._started: set[Path] = set()
+        self._ready: set[Path] = set()  # start() returned: the start-up round is scheduled
         self._refresh_pending = False
         self._close_lock = threading.Lock()
         self._log_handler = _ClientLogHandler(self)
@@ -185,13 +186,14 @@ class FxscopeServer(LanguageServer):
         """A trace that may change ``path``'s results is debouncing, queued or running."""
         opts = self.options_for(folder)
         debounce = (opts.debounce_ms / 1000) if opts.debounce_ms is not None else DEFAULT_DEBOUNCE_S
+        if folder.root not in self._ready:
+            return True  # the start-up check has not been scheduled yet
         if time.monotonic() - self._last_change.get(path, 0.0) < debounce + 0.25:
             return True
         try:
-            st = folder.workspace.status()
+            return not folder.workspace.wait_idle(0)
         except Exception:
             return False
-        return bool(st.running or st.queued)
 
     def python_path(self, folder: Folder) -> list[Path]:
         config = getattr(folder.workspace, "config", None)
@@ -287,6 +289,8 @@ class FxscopeServer(LanguageServer):
             except Exception:
                 log.exception("starting the workspace %s failed", folder.root)
                 return
+            finally:
+                self._ready.add(folder.root)
             self.post(self.diagnostics.publish_all, folder)
 
         threading.Thread(target=start, name=f"fxscope-start-{folder.name}", daemon=True).start()
