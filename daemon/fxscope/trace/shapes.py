@@ -24,7 +24,10 @@ about tensor *values* (``if x.sum() > 0``) stay unanswerable: FXS101 as without 
 
 from __future__ import annotations
 
+import ast
+import builtins
 import inspect
+import linecache
 import operator
 import sys
 import types
@@ -36,7 +39,7 @@ import torch.nn as nn
 from torch.fx import Node, Proxy
 
 from fxscope.trace.findings import Finding
-from fxscope.trace.frames import USER, frame_location
+from fxscope.trace.frames import USER, frame_location, location_at
 from fxscope.trace.tracer import RobustTracer
 
 __all__ = ["ShapeAwareTracer", "describe", "format_value", "short_dtype", "example_values_of_call"]
@@ -165,10 +168,10 @@ class _MetaArgs:
         self.tracer = tracer
 
     def __call__(self, arg: Any) -> Any:
-        if isinstance(arg, Proxy):
-            return arg.node.meta.get(VALUE_KEY, _UNKNOWN)
-        if isinstance(arg, Node):
-            return arg.meta.get(VALUE_KEY, _UNKNOWN)
+        if isinstance(arg, (Proxy, Node)):
+            node = arg.node if isinstance(arg, Proxy) else arg
+            value = node.meta.get(VALUE_KEY, _UNKNOWN)
+            return _META if isinstance(value, torch.device) else value
         if isinstance(arg, torch.Tensor):
             return arg if arg.device == _META else _to_meta(arg)
         if isinstance(arg, torch.device):
@@ -208,6 +211,9 @@ class ShapeAwareTracer(RobustTracer):
     ``meta["fxscope_shape"]`` (a tuple) and ``meta["fxscope_dtype"]`` (``f32``).
     """
 
+    #: Buffers are graph inputs (``get_attr``), so calls on them with traced sizes are recorded.
+    proxy_buffer_attributes = True
+
     def __init__(self, *, inputs: Mapping[str, Any], device: str = "cpu", **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.example_inputs: dict[str, Any] = {
@@ -240,22 +246,44 @@ class ShapeAwareTracer(RobustTracer):
                           or isinstance(p.default, torch.Tensor)):
                     merged[p.name] = p.default
             concrete_args = merged or concrete_args
-        with _index_hook():
+        with _index_hook(), _torch_patches(self):
             return super().trace(root, concrete_args)
+
+    def create_node(self, kind: str, target: Any, args: tuple, kwargs: dict,
+                    name: str | None = None, type_expr: Any | None = None) -> Node:
+        """Like :meth:`RobustTracer.create_node`; a ``get_attr`` node (parameters, buffers,
+        tensor constants) gets its example value here, since fx creates some without a proxy."""
+        node = super().create_node(kind, target, args, kwargs, name, type_expr)
+        if kind == "get_attr":
+            self._meta_depth += 1
+            try:
+                value: Any = self.root
+                for part in str(target).split("."):
+                    value = getattr(value, part)
+            except Exception:
+                value = None
+            finally:
+                self._meta_depth -= 1
+            if isinstance(value, torch.Tensor):
+                self._set_value(node, value if value.device == _META else _to_meta(value))
+        return node
+
+    def _set_value(self, node: Node, value: Any) -> None:
+        meta = node.meta
+        meta[VALUE_KEY] = value
+        if isinstance(value, torch.Tensor):
+            meta[SHAPE_KEY] = tuple(int(d) for d in value.shape)
+            meta[DTYPE_KEY] = short_dtype(value.dtype)
 
     def create_proxy(self, kind: str, target: Any, args: tuple, kwargs: dict, name: str | None = None,
                      type_expr: Any | None = None, proxy_factory_fn: Callable[[Node], Proxy] | None = None
                      ) -> Proxy:
         """Like fx, and computes the node's example value on the meta device."""
         proxy = super().create_proxy(kind, target, args, kwargs, name, type_expr, proxy_factory_fn)
-        node = proxy.node
-        value = self._example_value(kind, target, args, kwargs)
-        if value is not _UNKNOWN:
-            meta = node.meta
-            meta[VALUE_KEY] = value
-            if isinstance(value, torch.Tensor):
-                meta[SHAPE_KEY] = tuple(int(d) for d in value.shape)
-                meta[DTYPE_KEY] = short_dtype(value.dtype)
+        if kind != "get_attr":  # see create_node
+            value = self._example_value(kind, target, args, kwargs)
+            if value is not _UNKNOWN:
+                self._set_value(proxy.node, value)
         return proxy
 
     def _example_value(self, kind: str, target: Any, args: tuple, kwargs: dict) -> Any:
@@ -272,13 +300,6 @@ class ShapeAwareTracer(RobustTracer):
             self._meta_depth -= 1
 
     def _run_on_meta(self, kind: str, target: Any, args: tuple, kwargs: dict) -> Any:
-        if kind == "get_attr":
-            value: Any = self.root
-            for part in str(target).split("."):
-                value = getattr(value, part)
-            if isinstance(value, torch.Tensor):
-                return value if value.device == _META else _to_meta(value)
-            return _UNKNOWN
         meta_args = self._meta_args(args)
         meta_kwargs = self._meta_args(kwargs)
         if _unknown_in(meta_args) or _unknown_in(meta_kwargs):
@@ -400,14 +421,108 @@ class ShapeAwareTracer(RobustTracer):
                                   loc, hint, anchor, related, scopes))
 
 
+def _called_in(frame: types.FrameType) -> Any:
+    """The function a frame is calling at its current instruction, when it is a call of a plain
+    name or a module attribute (``range``, ``torch.ones``, ``F.pad``); else None."""
+    loc = location_at(frame.f_code, frame.f_lasti, frame.f_lineno)
+    if loc.column is None or loc.end_column is None or loc.end_line != loc.line:
+        return None
+    text = linecache.getline(loc.file, loc.line)[loc.column - 1 : loc.end_column - 1]
+    try:
+        call = ast.parse(text.strip(), mode="eval").body
+    except SyntaxError:
+        return None
+    if not isinstance(call, ast.Call):
+        return None
+    parts: list[str] = []
+    func = call.func
+    while isinstance(func, ast.Attribute):
+        parts.append(func.attr)
+        func = func.value
+    if not isinstance(func, ast.Name):
+        return None
+    scopes = (frame.f_locals, frame.f_globals, vars(builtins))
+    obj = next((scope[func.id] for scope in scopes if func.id in scope), None)
+    for name in reversed(parts):
+        if not isinstance(obj, types.ModuleType):
+            return None  # never run attribute code of model objects while tracing
+        obj = getattr(obj, name, None)
+    return obj
+
+
+def _asked_by_torch(frame: types.FrameType | None) -> bool:
+    """Whether an ``__index__`` request comes from a torch function's argument parser (which
+    probes sequence elements and then hands proxies to ``__torch_function__``) rather than
+    from Python (``range``, list indexing)."""
+    if frame is None:
+        return False
+    called = _called_in(frame)
+    if called is None:
+        return False
+    called = inspect.unwrap(called) if callable(called) else called
+    module = getattr(called, "__module__", None) or ""
+    if not module and getattr(called, "__self__", None) is not None:
+        module = getattr(type(called.__self__), "__module__", "") or ""
+    return module == "torch" or module.startswith(("torch.", "torch._C"))
+
+
 def _proxy_index(self: Proxy) -> int:
     """``Proxy.__index__`` in shape-aware mode: a known integer answers (FXS501), else fx's
-    TypeError (the question stays a finding)."""
+    TypeError (the question stays a finding). A probe by torch's argument parser gets the
+    TypeError too: the call then goes to ``__torch_function__`` and stays symbolic."""
     answer = getattr(self.tracer, "concrete_answer", None)
-    known = answer(self, "integer", sys._getframe(1)) if answer is not None else None
+    start = sys._getframe(1)
+    known = None
+    if answer is not None and not _asked_by_torch(start):
+        known = answer(self, "integer", start)
     if known is None:
         raise TypeError("'Proxy' object cannot be interpreted as an integer")
     return known
+
+
+#: torch factories taking sizes as ``*size``: torch's argument parser rejects traced sizes there
+#: before any tracing hook runs, but accepts them as one tuple (``torch.ones((b, s))``).
+_VARARG_SIZE_FACTORIES = ("ones", "zeros", "empty", "rand", "randn")
+
+
+def _vararg_factory(original: Callable[..., Any]) -> Callable[..., Any]:
+    def factory(*size: Any, **kwargs: Any) -> Any:
+        if len(size) > 1 and any(isinstance(s, Proxy) for s in size):
+            return original(tuple(size), **kwargs)
+        return original(*size, **kwargs)
+
+    factory.__wrapped__ = original  # type: ignore[attr-defined]
+    return factory
+
+
+def _dtype_info(original: type, tracer: "ShapeAwareTracer") -> Callable[..., Any]:
+    """``torch.finfo``/``torch.iinfo`` of a traced dtype with a known value (FXS501)."""
+
+    def info(*args: Any) -> Any:
+        if args and isinstance(args[0], Proxy):
+            dtype = tracer.example_value(args[0])
+            if isinstance(dtype, torch.dtype):
+                tracer._specialise(f"specialised on {describe(args[0])} == {dtype}", _SIZE_HINT, sys._getframe(1))
+                args = (dtype, *args[1:])
+        return original(*args)
+
+    return info
+
+
+@contextmanager
+def _torch_patches(tracer: "ShapeAwareTracer") -> Iterator[None]:
+    """While ``tracer`` traces: vararg-size factories accept traced sizes, and dtype info of a
+    traced dtype is answered."""
+    saved = {name: getattr(torch, name) for name in (*_VARARG_SIZE_FACTORIES, "finfo", "iinfo")}
+    for name in _VARARG_SIZE_FACTORIES:
+        setattr(torch, name, _vararg_factory(saved[name]))
+    torch.finfo = _dtype_info(saved["finfo"], tracer)  # type: ignore[misc,assignment]
+    torch.iinfo = _dtype_info(saved["iinfo"], tracer)  # type: ignore[misc,assignment]
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            setattr(torch, name, value)
 
 
 @contextmanager
