@@ -76,6 +76,8 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--daemon", action="store_true", help="ask the warm background daemon (starts it if needed)")
     check.add_argument("--html-report", type=Path, metavar="DIR",
                        help="also write DIR/index.html: every target's graph and findings, linked to source snippets")
+    check.add_argument("--show-info", action="store_true",
+                       help="list info-level findings in text output (default: one line per code)")
     check.add_argument("--retry-faults", action="store_true",
                        help="trace again the targets whose cached result is a timeout or crash")
 
@@ -188,7 +190,9 @@ def cmd_check(args: argparse.Namespace) -> int:
             report = write_html_report(report, args.html_report, root, keep_graphs=want_graphs)
         except OSError as e:
             raise UsageError(f"cannot write the HTML report to {args.html_report}: {e.strerror or e}") from None
-    sys.stdout.write(render(report, args.format, color=_use_color(args.color), root=root))
+    # text lists info findings when asked, or when --select kept them (it named them)
+    options = {"show_info": bool(args.show_info or args.select)} if args.format == "text" else {}
+    sys.stdout.write(render(report, args.format, color=_use_color(args.color), root=root, **options))
     sys.stdout.flush()
     return filters.exit_code(report, args.fail_on)
 

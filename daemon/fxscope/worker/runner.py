@@ -53,8 +53,9 @@ def _tb_locations(e: BaseException, is_user_file: Callable[[str], bool]) -> list
     out = []
     tb = e.__traceback__
     while tb is not None:
-        filename = os.path.abspath(tb.tb_frame.f_code.co_filename)
-        if is_user_file(filename):
+        raw = tb.tb_frame.f_code.co_filename
+        filename = os.path.abspath(raw)  # "<frozen importlib._bootstrap>" is no file (under the cwd)
+        if not raw.startswith("<") and is_user_file(filename):
             out.append(traceback_location(tb).to_json())
         tb = tb.tb_next
     return out

@@ -24,15 +24,15 @@ _MODULES = {"text": "text", "json": "json_fmt", "sarif": "sarif", "github": "git
 FORMATS = tuple(_MODULES)
 
 
-def render(report: dict[str, Any], fmt: str, *, color: bool, root: Path) -> str:
+def render(report: dict[str, Any], fmt: str, *, color: bool, root: Path, **options: Any) -> str:
     """Render ``report`` (a report.schema.json v1 document) in format ``fmt``.
 
     ``color`` enables ANSI colours (text only); ``root`` is the workspace root that the report's
-    relative paths start from.
+    relative paths start from. ``options`` go to the format's renderer (text: ``show_info``).
     """
     try:
         name = _MODULES[fmt]
     except KeyError:
         raise ValueError(f"unknown format {fmt!r} (expected one of {', '.join(FORMATS)})") from None
     module = importlib.import_module(f"{__name__}.{name}")
-    return module.render(report, color=color, root=Path(root))
+    return module.render(report, color=color, root=Path(root), **options)

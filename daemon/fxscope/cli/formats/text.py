@@ -10,6 +10,10 @@
       via: models/gpt.py:80
 
     Found 1 error in 1 of 2 targets (1 traced, 1 partial) in 0.42s
+
+Info-level findings (FXS405 "needs constructor arguments", ...) are listed only when asked
+(``show_info``: ``--show-info``, or a ``--select`` that kept them); otherwise each code is one line
+(``331 classes need constructor arguments: configure factories or `auto-targets = false```).
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ from fxscope.report.locations import (
 )
 from fxscope.trace.codes import SEVERITIES
 
-__all__ = ["render", "summary_line"]
+__all__ = ["hidden_info_lines", "render", "summary_line"]
 
 #: How many scopes ``in:`` lists before "and N more".
 MAX_SCOPES = 5
@@ -36,6 +40,20 @@ MAX_SCOPES = 5
 _STATUSES = ("traced", "partial", "failed", "error", "skipped")
 _SEVERITY_STYLE = {"error": "1;31", "warning": "1;33", "info": "1;36", "hint": "1;36"}
 _PLURAL = {"error": "errors", "warning": "warnings", "info": "info", "hint": "hints"}
+
+#: One line for the hidden info findings of a code: (singular, plural, what to do).
+_INFO_SUMMARY = {
+    "FXS405": ("class needs constructor arguments", "classes need constructor arguments",
+               "configure factories or `auto-targets = false`"),
+    "FXS406": ("model was built on CPU, not on the meta device",
+               "models were built on CPU, not on the meta device",
+               "make their constructors device-agnostic"),
+    "FXS501": ("graph is specialised on an example shape", "graphs are specialised on an example shape",
+               "valid only for those shapes"),
+}
+
+#: How many blocked targets an import failure names before "and N more".
+MAX_BLOCKED = 5
 
 
 class _Style:
@@ -86,7 +104,38 @@ def _scopes(scopes: list[dict[str, Any]]) -> str:
     return ", ".join(shown) + (f" and {more} more" if more > 0 else "")
 
 
-def _finding(finding: dict[str, Any], root: Path, source: SourceCache, style: _Style) -> list[str]:
+def _blocked(finding: dict[str, Any], targets: dict[str, dict[str, Any]], style: _Style) -> list[str]:
+    """``blocked: 3 targets (a.py::A, ...) in a.py, b.py``: what one failing import kept from
+    being traced (every target that saw it, and their files)."""
+    ids = list(finding.get("targets") or ([finding["target"]] if finding.get("target") else []))
+    ids = [t for t in ids if t in targets]
+    if not ids:
+        return []
+    shown = ", ".join(ids[:MAX_BLOCKED]) + (f" and {len(ids) - MAX_BLOCKED} more" if len(ids) > MAX_BLOCKED else "")
+    files = sorted({targets[t]["file"] for t in ids if targets[t].get("file")})
+    where = f" in {', '.join(files)}" if files else ""
+    return [f"  {style('blocked:', '1')} {_count(len(ids), 'target', 'targets')} ({shown}){where}"]
+
+
+def hidden_info_lines(findings: list[dict[str, Any]]) -> list[str]:
+    """One line per code for info findings not listed: ``331 classes need constructor arguments:
+    configure factories or `auto-targets = false```."""
+    counts: dict[str, int] = {}
+    for f in findings:
+        counts[f["code"]] = counts.get(f["code"], 0) + 1
+    lines = []
+    for code in sorted(counts):
+        n = counts[code]
+        if code in _INFO_SUMMARY:
+            one, many, todo = _INFO_SUMMARY[code]
+            lines.append(f"{n} {one if n == 1 else many}: {todo} ({code}; --show-info lists them)")
+        else:
+            lines.append(f"{n} {code} info {'finding' if n == 1 else 'findings'} (--show-info lists them)")
+    return lines
+
+
+def _finding(finding: dict[str, Any], root: Path, source: SourceCache, style: _Style,
+             targets: dict[str, dict[str, Any]] | None = None) -> list[str]:
     sgr = _SEVERITY_STYLE.get(finding["severity"], "1")
     loc = primary_location(finding, root)
     head = f"{style(display_path(loc.file, root), '1')}:{_position(loc)}: "
@@ -100,7 +149,11 @@ def _finding(finding: dict[str, Any], root: Path, source: SourceCache, style: _S
         lines.append(f"  {style('hint:', '1;36')} {finding['hint']}")
     if finding.get("scopes"):
         lines.append(f"  {style('in:', '1')} {_scopes(finding['scopes'])}")
+    if finding["code"] == "FXS402":
+        lines += _blocked(finding, targets or {}, style)
     for rel in finding.get("related") or []:
+        if str(rel.get("file", "")).startswith("<") or "<frozen " in str(rel.get("file", "")):
+            continue  # importlib's own frames (<frozen importlib._bootstrap>): not the user's chain
         where = location_of(rel, root)
         path = where.file if where.outside else display_path(where.file, root)
         note = f" ({rel['message']})" if rel.get("message") else ""
@@ -158,13 +211,19 @@ def summary_line(report: dict[str, Any], *, color: bool = False) -> str:
     return f"{head} in {hit} of {_targets_phrase(summary)}{tail}"
 
 
-def render(report: dict[str, Any], *, color: bool = False, root: Path) -> str:
-    """Every finding (sorted by file, line, column, code) with its source line, then the summary."""
+def render(report: dict[str, Any], *, color: bool = False, root: Path, show_info: bool = False) -> str:
+    """Every finding (sorted by file, line, column, code) with its source line, then the summary.
+    Info-level findings are listed only with ``show_info``; otherwise one line per code."""
     style = _Style(color)
     source = SourceCache(root)
+    targets = {t["id"]: t for t in report.get("targets", [])}
+    listed = [f for f in report["findings"] if show_info or f.get("severity") != "info"]
+    hidden = [f for f in report["findings"] if not (show_info or f.get("severity") != "info")]
     blocks = [
-        "\n".join(_finding(f, root, source, style))
-        for f in sorted(report["findings"], key=lambda f: sort_key(f, root))
+        "\n".join(_finding(f, root, source, style, targets))
+        for f in sorted(listed, key=lambda f: sort_key(f, root))
     ]
+    if hidden:
+        blocks.append("\n".join(style(line, _SEVERITY_STYLE["info"]) for line in hidden_info_lines(hidden)))
     blocks.append(summary_line(report, color=color))
     return "\n\n".join(blocks) + "\n"
