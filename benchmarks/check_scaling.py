@@ -1,6 +1,6 @@
 """How `fxscope check` scales with the number of targets, against a naive one-process-per-model script.
 
-For N = 10, 50, 200 it writes a workspace of N small model files (one target each, a few Linear
+For N = 10, 200, 1000 it writes a workspace of N small model files (one target each, a few Linear
 layers; every third one has an `if` on a traced value) and prints:
 
 - cold: `fxscope check` with an empty cache (one subprocess, the worker pool traces everything);
@@ -12,7 +12,11 @@ layers; every third one has an `if` on a traced value) and prints:
   sequentially like a simple CI script (above --naive-sample targets, measured on a sample and
   extrapolated; the output says so).
 
-Usage: python benchmarks/check_scaling.py [--sizes 10,50,200] [--naive-sample 20] [--repeat 5]
+Then a workspace whose one target hangs (an idle `time.sleep` loop) next to a few clean ones: the
+cold check pays its timeout once; an unchanged re-check answers from the cache (budget 0.5 s),
+`--retry-faults` pays it again.
+
+Usage: python benchmarks/check_scaling.py [--sizes 10,200,1000] [--naive-sample 20] [--repeat 5]
 """
 
 from __future__ import annotations
@@ -160,6 +164,38 @@ def daemon_time(root: Path, repeat: int) -> tuple[float | None, float | None, st
                        capture_output=True)
 
 
+HANGS = '''\
+import time
+
+from torch import nn
+
+
+class Hangs(nn.Module):
+    def forward(self, x):
+        while True:
+            time.sleep(0.05)
+'''
+
+
+def run_hanging(base: Path, repeat: int, timeout: float = 3.0) -> dict:
+    """A workspace with one hanging target and five clean ones: cold, unchanged and retried checks."""
+    root = base / "hanging"
+    write_workspace(root, 5)
+    (root / "pyproject.toml").write_text(f"[tool.fxscope]\ntimeout = {timeout}\n")
+    (root / "hangs.py").write_text(HANGS)
+    cold, report, _ = check(root)
+    codes = sorted({f["code"] for f in report["findings"] if f["target"] == "hangs.py::Hangs"})
+    times, all_cached = [], True
+    for _ in range(repeat):
+        elapsed, rep, _ = check(root)
+        times.append(elapsed)
+        all_cached &= rep["summary"]["cached"] == rep["summary"]["targets"]
+    retried, rep, _ = check(root, "--retry-faults")
+    return {"cold": cold, "codes": codes, "unchanged": statistics.median(times), "unchanged_max": max(times),
+            "all_cached": all_cached, "retried": retried, "timeout": timeout,
+            "retraced": rep["summary"]["targets"] - rep["summary"]["cached"]}
+
+
 def run_size(base: Path, n: int, sample: int, repeat: int) -> dict:
     root = base / f"ws{n}"
     write_workspace(root, n)
@@ -195,7 +231,7 @@ def run_size(base: Path, n: int, sample: int, repeat: int) -> dict:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sizes", default="10,50,200")
+    parser.add_argument("--sizes", default="10,200,1000")
     parser.add_argument("--naive-sample", type=int, default=20)
     parser.add_argument("--repeat", type=int, default=5, help="runs of each cached check (median)")
     parser.add_argument("--keep", action="store_true", help="keep the generated workspaces")
@@ -235,6 +271,15 @@ def main() -> int:
                   f"naive / cached = {r['naive'] / r['cached']:.0f}x, "
                   f"naive / one-file-changed = {r['naive'] / r['changed']:.0f}x, "
                   f"cold / cached = {r['cold'] / r['cached']:.0f}x")
+        h = run_hanging(base, args.repeat)
+        within = h["unchanged"] < CACHED_BUDGET_S and h["all_cached"]
+        ok &= within
+        print(f"\nA workspace with a hanging target (timeout {h['timeout']:g} s; {', '.join(h['codes'])}) and 5 clean ones")
+        print(f"  cold check                {h['cold']:8.2f} s   (the timeout is paid once)")
+        print(f"  unchanged re-check        {h['unchanged']:8.3f} s   (median of {args.repeat}, max "
+              f"{h['unchanged_max']:.3f} s; budget {CACHED_BUDGET_S} s: {'ok' if within else 'OVER'}; "
+              f"all cached: {h['all_cached']})")
+        print(f"  check --retry-faults      {h['retried']:8.2f} s   ({h['retraced']} target re-traced)")
     finally:
         if not args.keep:
             shutil.rmtree(base, ignore_errors=True)

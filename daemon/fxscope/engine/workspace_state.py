@@ -31,7 +31,7 @@ from fxscope.cache import FileHasher, ResultCache, hash_bytes, hash_json
 from fxscope.project.config import Config
 from fxscope.project.discovery import Discovery, discover
 from fxscope.project._summary import SUMMARY_FORMAT, Summary, summary_of_bytes
-from fxscope.project.files import workspace_files
+from fxscope.project.files import workspace_rels
 
 __all__ = ["WorkspaceState"]
 
@@ -64,18 +64,19 @@ class WorkspaceState:
         """The workspace's targets, as :func:`~fxscope.project.discovery.discover` finds them
         from the files on disk, reusing whatever did not change since the last call (in any
         process)."""
-        files = workspace_files(self.config)
+        rels = workspace_rels(self.config)
         signature: list[Any] = []
         racy = False
         now = time.time_ns()
-        for path in files:
+        join, root = os.path.join, self.scope
+        for rel in rels:
             try:
-                st = os.stat(path)
+                st = os.stat(join(root, rel))
             except OSError:
                 racy = True  # vanished while walking: look at the content
                 continue
             racy |= now - st.st_mtime_ns < _RACY_NS
-            signature.append((str(path), st.st_mtime_ns, st.st_size, st.st_ino))
+            signature.append((rel, st.st_mtime_ns, st.st_size, st.st_ino))
         key = hash_json([DISCOVERY_FORMAT, SUMMARY_FORMAT, __version__, self.config.fingerprint(),
                          self.scope, signature])
         if not racy:
@@ -85,7 +86,7 @@ class WorkspaceState:
                     return Discovery.from_json(stored["discovery"])
                 except (KeyError, TypeError, ValueError):
                     pass  # unreadable: discover again below, and overwrite it
-        discovery = self._discover_files(files)
+        discovery = self._discover_files([Path(root, rel) for rel in rels])
         if not racy:
             self.cache.put_blobs("discovery", {self.scope: {"key": key, "discovery": discovery.to_json()}})
         return discovery
