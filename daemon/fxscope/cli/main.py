@@ -89,6 +89,12 @@ def build_parser() -> argparse.ArgumentParser:
     daemon = sub.add_parser("daemon", parents=[common], help="manage the warm background daemon")
     daemon.add_argument("action", choices=("start", "stop", "status", "run"))
 
+    watch = sub.add_parser("watch", parents=[common], help="re-check on every file change, print what changed")
+    watch.add_argument("paths", nargs="*", type=Path, help="report only these files or directories")
+    watch.add_argument("--debounce", type=float, default=0.3, metavar="S",
+                       help="quiet seconds after a change before re-checking (default 0.3)")
+    watch.add_argument("--color", choices=("auto", "always", "never"), default="auto")
+
     serve = sub.add_parser("serve", help="run the language server (stdio unless --tcp)")
     serve.add_argument("--stdio", action="store_true", help="talk LSP over stdin/stdout (the default)")
     serve.add_argument("--tcp", type=_host_port, metavar="[HOST:]PORT",
@@ -223,6 +229,19 @@ def cmd_daemon(args: argparse.Namespace) -> int:
     return daemon.command(args.action, root, args)
 
 
+def cmd_watch(args: argparse.Namespace) -> int:
+    """``fxscope watch``: re-check on file changes through the session's scheduler."""
+    from fxscope.cli.watch import watch
+    from fxscope.engine.session import SessionSettings
+
+    root = _find_root(args, args.paths)
+    _load_config(root)
+    settings = SessionSettings(debounce_s=args.debounce, workers=args.workers, use_cache=not args.no_cache,
+                               cache_dir=args.cache_dir.resolve() if args.cache_dir else None)
+    paths = [p.resolve() for p in args.paths] or None
+    return watch(root, paths, settings=settings, color=_use_color(args.color))
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
     """``fxscope serve``: the language server."""
     from fxscope.lsp.server import serve
@@ -236,7 +255,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``fxscope`` console script."""
     parser = build_parser()
     args = parser.parse_args(argv)
-    handlers = {"check": cmd_check, "graph": cmd_graph, "daemon": cmd_daemon, "serve": cmd_serve}
+    handlers = {"check": cmd_check, "graph": cmd_graph, "daemon": cmd_daemon, "serve": cmd_serve,
+                "watch": cmd_watch}
     try:
         return handlers[args.command](args)
     except UsageError as e:
