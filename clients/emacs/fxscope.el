@@ -121,7 +121,7 @@ The entry goes in front of `eglot-server-programs', so \\[eglot] and
 ;;;; flymake
 
 (defvar-local fxscope--flymake-process nil
-  "The `fxscope check' process of the buffer's latest flymake run.")
+  "The buffer's running `fxscope check' process, if any.")
 
 (defun fxscope--root (file)
   "The workspace root of FILE.
@@ -208,38 +208,81 @@ on the way there."
                    diags)))))
       (nreverse diags))))
 
-(defun fxscope--flymake-sentinel (source report-fn stderr)
-  "A process sentinel that reports to REPORT-FN for buffer SOURCE.
+;; The report describes the file on disk, so a check runs only when the
+;; file was saved since the last one; between saves flymake keeps the
+;; diagnostics it has (their overlays follow the edits).  A check that is
+;; running when flymake asks again is not killed (that could interrupt
+;; the daemon's start-up); it reports to the newest callback, and runs
+;; again if the file was saved after it started.
+
+(defvar-local fxscope--flymake-report-fn nil
+  "Flymake's callback of the buffer's latest run.")
+
+(defvar-local fxscope--flymake-checked-modtime nil
+  "The modification time of the file that the last finished check saw.")
+
+(defun fxscope--flymake-report (proc source stderr)
+  "Report the finished check PROC to SOURCE's latest flymake callback.
+STDERR is the buffer that collected the process's standard error."
+  (with-current-buffer source
+    (let ((report-fn fxscope--flymake-report-fn))
+      (cond
+       ((not report-fn))                 ; the mode was turned off
+       ((not (equal (process-get proc 'fxscope-modtime)
+                    (visited-file-modtime)))
+        (flymake-log :debug "fxscope: file saved during the check, again")
+        (fxscope--flymake-start report-fn))
+       ((and (eq (process-status proc) 'exit)
+             (zerop (process-exit-status proc)))
+        (let ((report (with-current-buffer (process-buffer proc)
+                        (fxscope--json-parse (buffer-string)))))
+          (setq fxscope--flymake-checked-modtime
+                (process-get proc 'fxscope-modtime))
+          (funcall report-fn (fxscope-flymake-diagnostics report source)
+                   :region (cons (point-min) (point-max)))))
+       (t
+        (let ((why (string-trim (with-current-buffer stderr
+                                  (buffer-string)))))
+          (funcall report-fn :panic
+                   :explanation
+                   (format "fxscope check failed: %s"
+                           (if (string-empty-p why)
+                               (format "exit %d" (process-exit-status proc))
+                             why)))))))))
+
+(defun fxscope--flymake-sentinel (source stderr)
+  "A process sentinel that reports to buffer SOURCE's flymake.
 STDERR is the buffer that collects the process's standard error."
   (lambda (proc _event)
     (when (memq (process-status proc) '(exit signal))
       (unwind-protect
-          (cond
-           ((not (buffer-live-p source)))
-           ((not (eq proc (buffer-local-value 'fxscope--flymake-process
-                                              source)))
-            (flymake-log :debug "fxscope: dropped an obsolete check"))
-           ((and (eq (process-status proc) 'exit)
-                 (zerop (process-exit-status proc)))
-            (let ((report (with-current-buffer (process-buffer proc)
-                            (fxscope--json-parse (buffer-string)))))
-              (funcall report-fn (fxscope-flymake-diagnostics report source)
-                       :region (with-current-buffer source
-                                 (cons (point-min) (point-max))))))
-           (t
-            (let ((why (string-trim (with-current-buffer stderr
-                                      (buffer-string)))))
-              (funcall report-fn :panic
-                       :explanation
-                       (format "fxscope check failed: %s"
-                               (if (string-empty-p why)
-                                   (format "exit %d"
-                                           (process-exit-status proc))
-                                 why))))))
+          (when (buffer-live-p source)
+            (with-current-buffer source
+              (setq fxscope--flymake-process nil))
+            (fxscope--flymake-report proc source stderr))
         (kill-buffer (process-buffer proc))
         (let ((err-proc (get-buffer-process stderr)))
           (when err-proc (delete-process err-proc)))
         (kill-buffer stderr)))))
+
+(defun fxscope--flymake-start (report-fn)
+  "Start `fxscope check' for the current buffer, reporting to REPORT-FN."
+  (setq fxscope--flymake-report-fn report-fn)
+  (let* ((root (expand-file-name (fxscope--root (buffer-file-name))))
+         (default-directory root)
+         (stderr (generate-new-buffer " *fxscope-flymake-stderr*")))
+    (setq fxscope--flymake-process
+          (make-process
+           :name "fxscope-flymake" :noquery t :connection-type 'pipe
+           :buffer (generate-new-buffer " *fxscope-flymake*")
+           :stderr stderr
+           :command `(,fxscope-program
+                      "check" ,@fxscope-check-args
+                      "--format" "json" "--fail-on" "never"
+                      "--root" ,(directory-file-name root))
+           :sentinel (fxscope--flymake-sentinel (current-buffer) stderr)))
+    (process-put fxscope--flymake-process 'fxscope-modtime
+                 (visited-file-modtime))))
 
 (defun fxscope-flymake (report-fn &rest _args)
   "Flymake backend over `fxscope check --format json'.
@@ -247,31 +290,22 @@ It checks the workspace (unchanged targets come from the cache) and
 reports the findings located in this buffer's file to REPORT-FN."
   (unless (executable-find fxscope-program)
     (error "Cannot find the fxscope executable %S" fxscope-program))
-  (when (process-live-p fxscope--flymake-process)
-    (kill-process fxscope--flymake-process))
-  (let ((file (buffer-file-name)))
-    (if (not file)
-        (funcall report-fn nil)
-      (let* ((root (expand-file-name (fxscope--root file)))
-             (default-directory root)
-             (stderr (generate-new-buffer " *fxscope-flymake-stderr*")))
-        (setq fxscope--flymake-process
-              (make-process
-               :name "fxscope-flymake" :noquery t :connection-type 'pipe
-               :buffer (generate-new-buffer " *fxscope-flymake*")
-               :stderr stderr
-               :command `(,fxscope-program
-                          "check" ,@fxscope-check-args
-                          "--format" "json" "--fail-on" "never"
-                          "--root" ,(directory-file-name root))
-               :sentinel (fxscope--flymake-sentinel
-                          (current-buffer) report-fn stderr)))))))
+  (cond ((not (buffer-file-name)) (funcall report-fn nil))
+        ((process-live-p fxscope--flymake-process)
+         (setq fxscope--flymake-report-fn report-fn))
+        ((equal fxscope--flymake-checked-modtime (visited-file-modtime))
+         ;; Not saved since the last check: keep what flymake shows.
+         (funcall report-fn nil :region (cons (point-max) (point-max))))
+        (t (fxscope--flymake-start report-fn))))
 
 (defun fxscope--flymake-reinstall ()
   "Re-add `fxscope-flymake' to the backends of an eglot-managed buffer.
 eglot 1.9 sets `flymake-diagnostic-functions' to its own backend only."
-  (when (bound-and-true-p fxscope-flymake-mode)
-    (add-hook 'flymake-diagnostic-functions #'fxscope-flymake nil t)))
+  (when (and (bound-and-true-p fxscope-flymake-mode)
+             (not (memq #'fxscope-flymake flymake-diagnostic-functions)))
+    (add-hook 'flymake-diagnostic-functions #'fxscope-flymake nil t)
+    (when flymake-mode
+      (flymake-start))))
 
 ;;;###autoload
 (define-minor-mode fxscope-flymake-mode
@@ -283,13 +317,12 @@ The check runs when the mode is enabled and on every save, through
    (fxscope-flymake-mode
     (add-hook 'flymake-diagnostic-functions #'fxscope-flymake nil t)
     (add-hook 'eglot-managed-mode-hook #'fxscope--flymake-reinstall)
-    ;; Check on save only: the report describes the file on disk.
-    (setq-local flymake-no-changes-timeout nil)
     (flymake-mode 1)
     (flymake-start))
    (t
     (remove-hook 'flymake-diagnostic-functions #'fxscope-flymake t)
-    (kill-local-variable 'flymake-no-changes-timeout)
+    (setq fxscope--flymake-report-fn nil
+          fxscope--flymake-checked-modtime nil)
     (when (process-live-p fxscope--flymake-process)
       (kill-process fxscope--flymake-process)))))
 

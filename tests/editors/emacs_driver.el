@@ -7,12 +7,14 @@
 ;; between commands), waits for flymake diagnostics, and writes what it saw as JSON.
 ;;
 ;; Environment: FXSCOPE_TEST_FILE (file to open), FXSCOPE_TEST_OUT (result path),
-;; FXSCOPE_TEST_TIMEOUT (seconds per wait).
+;; FXSCOPE_TEST_TIMEOUT (seconds per wait), FXSCOPE_TEST_BACKENDS (flymake backends to wait
+;; for, comma-separated; default: any diagnostic).
 
 ;;; Code:
 
 (require 'json)
 (require 'flymake)
+(require 'seq)
 
 (defvar fxscope-test--result nil "Alist written to FXSCOPE_TEST_OUT.")
 
@@ -45,6 +47,19 @@
       (backend . ,(format "%s" (flymake-diagnostic-backend diag)))
       (text . ,(flymake-diagnostic-text diag)))))
 
+(defun fxscope-test--expected-diagnostics ()
+  "The buffer's diagnostics once every backend in FXSCOPE_TEST_BACKENDS reported one."
+  (let ((diags (flymake-diagnostics))
+        (wanted (split-string (or (getenv "FXSCOPE_TEST_BACKENDS") "") "," t)))
+    (and diags
+         (seq-every-p (lambda (backend)
+                        (seq-some (lambda (d)
+                                    (equal (format "%s" (flymake-diagnostic-backend d))
+                                           backend))
+                                  diags))
+                      wanted)
+         diags)))
+
 (defun fxscope-test--run ()
   "Open the file, wait for diagnostics, record them; the exit code."
   (let ((timeout (string-to-number (or (getenv "FXSCOPE_TEST_TIMEOUT") "120"))))
@@ -58,7 +73,7 @@
                            (and server (process-command (jsonrpc--process server))))))
     (fxscope-test--put 'flymake_backends
                        (mapcar (lambda (f) (format "%s" f)) flymake-diagnostic-functions))
-    (let ((diags (fxscope-test--wait #'flymake-diagnostics timeout)))
+    (let ((diags (fxscope-test--wait #'fxscope-test--expected-diagnostics timeout)))
       (fxscope-test--put 'running_backends
                          (mapcar (lambda (f) (format "%s" f)) (flymake-running-backends)))
       (fxscope-test--put 'disabled_backends

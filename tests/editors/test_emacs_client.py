@@ -36,12 +36,12 @@ def _has_eglot(tmp_path: Path) -> bool:
     return proc.returncode == 0
 
 
-def _run_snippet(tmp_path: Path, init: str, model: Path) -> dict:
+def _run_snippet(tmp_path: Path, init: str, model: Path, backends: str = "") -> dict:
     init_file = tmp_path / "init.el"
     init_file.write_text(init, encoding="utf-8")
     out = tmp_path / "result.json"
     env = editor_env(tmp_path / "home", FXSCOPE_TEST_OUT=str(out), FXSCOPE_TEST_FILE=str(model),
-                     FXSCOPE_TEST_TIMEOUT=str(WAIT_S))
+                     FXSCOPE_TEST_TIMEOUT=str(WAIT_S), FXSCOPE_TEST_BACKENDS=backends)
     proc = _emacs(["-l", str(init_file), "-l", str(DRIVER)], env, tmp_path)
     result = json.loads(out.read_text()) if out.exists() else {}
     assert proc.returncode == 0 and "error" not in result, (result, proc.stderr[-3000:])
@@ -114,3 +114,37 @@ def test_flymake_snippet_reports_check_findings(tmp_path: Path) -> None:
     first = next(d for d in ours if d["line"] == line)
     assert (first["column"], first["end_column"], first["type"]) == (col, end_col, ":error")
     assert "[hint: " in first["text"]
+
+
+# A user's own eglot set-up for some Python server (here `fxscope serve` itself, registered by
+# hand, the one Python server this environment has): eglot 1.9 replaces the buffer's flymake
+# backends with its own, and fxscope-flymake-mode must survive that.
+OTHER_SERVER_IN_EGLOT = """
+(with-eval-after-load 'eglot
+  (add-to-list 'eglot-server-programs '((python-mode python-ts-mode) "fxscope" "serve")))
+(add-hook 'python-mode-hook #'eglot-ensure)
+"""
+
+
+@pytest.mark.editor
+def test_flymake_backend_runs_next_to_another_eglot_server(tmp_path: Path) -> None:
+    if not _has_eglot(tmp_path):
+        pytest.skip("eglot not installed (apt-get install elpa-eglot, or Emacs 29+)")
+    require_server()
+    ws = copy_examples(tmp_path)
+    # A repository, as such projects are: project.el (hence eglot) roots it at its top.
+    subprocess.run(["git", "init", "-q", str(ws)], check=True, timeout=60)
+    model = ws / "zoo" / "untraceable.py"
+    _eglot_setup, flymake_setup = readme_blocks("Emacs", "elisp")
+    try:
+        result = _run_snippet(tmp_path, user_snippet(flymake_setup) + OTHER_SERVER_IN_EGLOT, model,
+                              backends="eglot-flymake-backend,fxscope-flymake")
+    finally:
+        subprocess.run([fxscope_executable(), "daemon", "stop", "--root", str(ws)],
+                       capture_output=True, timeout=60)
+    assert result["eglot_command"][:2] == ["fxscope", "serve"]
+    assert {"eglot-flymake-backend", "fxscope-flymake"} <= set(result["running_backends"])
+    line, col, end_col = _fxs101(model)
+    for backend in ("eglot-flymake-backend", "fxscope-flymake"):
+        assert any(d["backend"] == backend and d["line"] == line and "FXS101" in d["text"]
+                   for d in result["diagnostics"]), (backend, result["diagnostics"])

@@ -1,0 +1,103 @@
+"""VS Code end to end: the packaged .vsix installed into code-server, driven in headless Chromium.
+
+The driver (clients/vscode/test/e2e/drive.mjs, playwright-core with the system Chromium) opens
+a copy of examples/, opens a model file and reports the Problems panel, a hover and the status
+bar. The extension starts this environment's `fxscope serve` (fxscope.interpreter = this Python).
+Skips with the reason when code-server, Chromium, Node or the built .vsix are missing
+(`clients/vscode/scripts/install-e2e-deps.sh` and `make vscode-package` provide them).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from browser_support import find_chromium
+from editor_support import copy_examples, require_server
+from vscode_support import VSCODE, VSIX, code_server, code_server_node_bin, have_node_modules, node
+
+pytestmark = [pytest.mark.editor, pytest.mark.slow]
+
+UNTRACEABLE = "zoo/untraceable.py"
+QKV_LINE, QKV_COLUMN = 17, 24  # `self.qkv(x).chunk(3, dim=-1)`: traced inside Transformer's blocks
+
+
+def _missing() -> str | None:
+    if node() is None:
+        return "Node.js is not installed"
+    if not have_node_modules():
+        return "clients/vscode/node_modules missing (run `make vscode`)"
+    if code_server() is None:
+        return "code-server is not installed (clients/vscode/scripts/install-e2e-deps.sh)"
+    if find_chromium() is None:
+        return "Chromium is not installed (apt-get install chromium, or set FXSCOPE_CHROMIUM)"
+    return None
+
+
+@pytest.fixture(scope="module")
+def vsix() -> Path:
+    reason = _missing()
+    if reason:
+        pytest.skip(reason)
+    require_server()
+    proc = subprocess.run(["npm", "run", "package"], cwd=VSCODE, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0 and VSIX.exists(), proc.stdout[-3000:] + proc.stderr[-2000:]
+    return VSIX
+
+
+def _drive(vsix: Path, workspace: Path, scratch: Path, *, trusted: bool, expect: str) -> dict:
+    env = dict(os.environ)
+    env.update(
+        FXSCOPE_CODE_SERVER=code_server() or "",
+        FXSCOPE_E2E_NODE_BIN=code_server_node_bin() or "",
+        FXSCOPE_CHROMIUM=find_chromium() or "",
+        FXSCOPE_VSIX=str(vsix),
+        FXSCOPE_WORKSPACE=str(workspace),
+        FXSCOPE_PYTHON=sys.executable,
+        FXSCOPE_FILE=UNTRACEABLE,
+        FXSCOPE_HOVER_LINE=str(QKV_LINE),
+        FXSCOPE_HOVER_COLUMN=str(QKV_COLUMN),
+        FXSCOPE_EXPECT=expect,
+        FXSCOPE_TRUSTED="1" if trusted else "0",
+        FXSCOPE_E2E_TMP=str(scratch),
+        FXSCOPE_E2E_TIMEOUT_MS="240000",
+        HOME=str(scratch / "home"),
+    )
+    (scratch / "home").mkdir(parents=True, exist_ok=True)
+    proc = subprocess.run(["node", str(VSCODE / "test" / "e2e" / "drive.mjs")], env=env, capture_output=True,
+                          text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    result["stderr"] = proc.stderr[-3000:]
+    return result
+
+
+def _explain(result: dict) -> str:
+    return json.dumps({k: result.get(k) for k in ("problems", "hover", "status", "errors", "output", "serverLog", "stderr")}, indent=1)[-8000:]
+
+
+def test_vsix_in_code_server_shows_diagnostics_and_hover(vsix: Path, tmp_path: Path) -> None:
+    ws = copy_examples(tmp_path)
+    result = _drive(vsix, ws, tmp_path / "trusted", trusted=True, expect="FXS101")
+    assert not result["errors"], _explain(result)
+    problems = result["problems"]
+    # Attention's `if mask is not None and mask.any():` (line 20) and EarlyExit's `if x.norm() < 1e-3` (line 34).
+    assert any("FXS101" in p and "mask.any()" in p and "[Ln 20" in p for p in problems), _explain(result)
+    assert any("FXS101" in p and "x.norm() < 1e-3" in p and "[Ln 34" in p for p in problems), _explain(result)
+    assert any("FXS104" in p and "[Ln 48" in p for p in problems), _explain(result)
+    # The hover on a traced line lists its nodes per module instance.
+    hover = result["hover"]
+    assert "qkv" in hover and "blocks.0" in hover, _explain(result)
+    assert "fxscope" in result["status"] and "error" in result["status"], _explain(result)
+
+
+def test_untrusted_workspace_does_not_start_the_server(vsix: Path, tmp_path: Path) -> None:
+    ws = copy_examples(tmp_path)
+    result = _drive(vsix, ws, tmp_path / "untrusted", trusted=False, expect="")
+    assert "untrusted" in result["status"], _explain(result)
+    assert not any("FXS" in p for p in result["problems"]), _explain(result)
