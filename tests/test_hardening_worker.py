@@ -122,7 +122,7 @@ def test_blocking_preload_is_one_named_startup_error(tmp_path, monkeypatch):
     pidfile = tmp_path / "zygote.pid"
     monkeypatch.setenv("FXSCOPE_TEST_PIDFILE", str(pidfile))
     with WorkerPool(max_workers=2, sys_path=[str(FAULTS)], preload=["blocking_preload"],
-                    startup_timeout=3) as pool:
+                    startup_timeout=20) as pool:
         handles = [pool.submit({"runner": zoo("echo"), "value": i, "timeout": 5}) for i in range(3)]
         results = [h.result(60) for h in handles]
     for result in results:

@@ -96,6 +96,36 @@ def absolute_path(file: str, root: Path) -> Path:
     return Path(file) if os.path.isabs(file) else root / file
 
 
+def _library_dirs() -> tuple[str, ...]:
+    import site
+    import sysconfig
+
+    dirs = {sysconfig.get_paths().get(k) for k in ("stdlib", "platstdlib", "purelib", "platlib")}
+    try:
+        dirs.update(site.getsitepackages())
+    except AttributeError:  # some virtualenv versions
+        pass
+    return tuple(os.path.realpath(d).rstrip(os.sep) + os.sep for d in dirs if d)
+
+
+def source_readable(path: Path, root: Path) -> bool:
+    """Whether a finding's ``path`` may be read for a snippet: a file under the workspace root, or
+    a ``.py`` file of an installed library (site-packages, the standard library). Never any other
+    file a result (or an edited cache) names, such as ``/etc/passwd``.
+
+    >>> source_readable(Path("/etc/passwd"), Path("/w"))
+    False
+    """
+    real = os.path.realpath(path)
+    base = os.path.realpath(root).rstrip(os.sep) + os.sep
+    if real.startswith(base):
+        return True
+    if not real.endswith(".py"):
+        return False
+    parts = real.split(os.sep)
+    return "site-packages" in parts or "dist-packages" in parts or real.startswith(_library_dirs())
+
+
 def display_path(file: str, root: Path, cwd: Path | None = None) -> str:
     """How a path is printed: relative to the current directory when under it, else absolute."""
     path = absolute_path(file, root)
@@ -145,6 +175,9 @@ class SourceCache:
         if file not in self._files:
             path = absolute_path(file, self.root)
             text = self._texts.get(str(path))
+            if text is None and not source_readable(path, self.root):
+                self._files[file] = None  # a result may name any path: show only source files
+                return None
             if text is None:
                 try:
                     text = path.read_text(encoding="utf-8", errors="replace")

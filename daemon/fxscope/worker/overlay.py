@@ -35,6 +35,7 @@ __all__ = ["OverlayFinder", "OverlayLoader", "get_overlay", "install_overlays", 
 _overlays: dict[str, str] = {}
 _finder: OverlayFinder | None = None
 _from_source: Callable[[str], bool] | None = None
+_real_root: str | None = None  # realpath of the workspace root + os.sep, once confined
 _served: dict[str, str] = {}  # normalised path -> sha256 of the source bytes given to the compiler
 
 
@@ -107,6 +108,7 @@ class OverlayFinder(importlib.abc.MetaPathFinder):
             return None
         spec = importlib.machinery.PathFinder.find_spec(fullname, path)
         if spec is not None and spec.origin and spec.has_location:
+            _refuse_escape(fullname, spec.origin)
             if overlaid and get_overlay(spec.origin) is not None:
                 return _spec(fullname, spec.origin)
             if (_from_source is not None and spec.origin.endswith(".py")
@@ -152,12 +154,29 @@ def _updatecache(filename: str, module_globals: Any = None) -> list[str]:
     return lines
 
 
-def serve_from_source(is_user_file: Callable[[str], bool]) -> None:
+def serve_from_source(is_user_file: Callable[[str], bool], root: str | None = None) -> None:
     """Load every module whose absolute ``.py`` path satisfies ``is_user_file`` from its source
-    (or overlay), ignoring and never writing ``__pycache__``."""
-    global _from_source
+    (or overlay), ignoring and never writing ``__pycache__``. With ``root``, such a module whose
+    real path is outside ``root`` (a symlinked file or directory pointing elsewhere) is refused
+    with an ImportError: only files under the workspace root are imported."""
+    global _from_source, _real_root
     _from_source = is_user_file
+    if root is not None:
+        _real_root = os.path.realpath(root).rstrip(os.sep) + os.sep
     install_overlays({})
+
+
+def _refuse_escape(fullname: str, origin: str) -> None:
+    """ImportError when ``origin`` is a workspace path whose real path lies outside the root."""
+    if _real_root is None or _from_source is None:
+        return
+    path = os.path.abspath(origin)
+    if not _from_source(path):
+        return
+    real = os.path.realpath(path)
+    if not real.startswith(_real_root):
+        raise ImportError(f"{path} resolves to {real}, outside the workspace: fxscope imports only "
+                          "files under the workspace root", name=fullname, path=path)
 
 
 def install_overlays(overlays: Mapping[str, str]) -> None:

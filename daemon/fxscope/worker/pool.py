@@ -30,6 +30,8 @@ from typing import Any
 
 from fxscope.errors import WorkerStartError
 
+from fxscope.errors import WorkerStartError
+
 from .protocol import ProtocolError, encode, grow_pipe, read_message, validate_reply, write_all
 
 __all__ = ["JobHandle", "WorkerPool"]
@@ -38,8 +40,8 @@ log = logging.getLogger(__name__)
 
 TORCH_CHECK_INTERVAL = 3.0  # seconds between checks that torch was not reinstalled
 SHUTDOWN_GRACE = 2.0  # seconds a zygote gets to exit after end of input before SIGKILL
-#: Seconds the zygote may take to import torch and the ``preload`` modules before it is killed
-#: and its jobs fail with a start-up error naming what it was importing. The environment
+#: Seconds each start-up stage of the zygote (importing torch, each ``preload`` module, the
+#: warm-up) may take before it is killed and its jobs fail with a start-up error naming it. The environment
 #: variable ``FXSCOPE_WORKER_STARTUP_TIMEOUT`` overrides it.
 STARTUP_TIMEOUT = 180.0
 #: A job with a ``timeout`` that has no reply this long after its deadline is given up: the
@@ -492,7 +494,8 @@ class WorkerPool:
                                       "restarted")
             if zygote.failure is None:
                 return True
-        log.error("fxscope worker: %s", zygote.failure)
+            level = logging.WARNING if zygote.ready.is_set() else logging.INFO  # start-up: raised
+        log.log(level, "fxscope worker: %s", zygote.failure)
         zygote.kill()
         return True
 
@@ -567,6 +570,7 @@ class WorkerPool:
             op = message.get("op")
             if op == "starting":
                 zygote.stage = message
+                zygote.started_at = time.monotonic()  # each stage gets the whole deadline
             elif op == "ready":
                 zygote.info = message
                 self._info = message

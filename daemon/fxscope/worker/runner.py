@@ -241,7 +241,7 @@ def run_trace_job(job: dict[str, Any]) -> dict[str, Any]:
         body["files"] = files
         return body
 
-    serve_from_source(is_user_file)
+    serve_from_source(is_user_file, root=root)
     try:
         factory = _import_target(job)
     except BaseException as e:  # noqa: BLE001 - user code may raise anything, even SystemExit

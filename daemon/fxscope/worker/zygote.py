@@ -579,7 +579,7 @@ def _serve_workspace_from_source(root: str) -> None:
     from .overlay import serve_from_source
     from .runner import user_file_predicate
 
-    serve_from_source(user_file_predicate(root))
+    serve_from_source(user_file_predicate(root), root=root)
 
 
 def _workspace_files_since(root: str, before: frozenset[str]) -> dict[str, str]:
