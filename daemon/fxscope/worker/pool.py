@@ -30,8 +30,6 @@ from typing import Any
 
 from fxscope.errors import WorkerStartError
 
-from fxscope.errors import WorkerStartError
-
 from .protocol import ProtocolError, encode, grow_pipe, read_message, validate_reply, write_all
 
 __all__ = ["JobHandle", "WorkerPool"]
