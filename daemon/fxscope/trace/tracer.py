@@ -607,7 +607,7 @@ class RobustTracer(Tracer):
     def iter(self, obj: Proxy) -> Iterator:
         """Record FXS102 and iterate over a placeholder: as many elements as an unpacking of the
         result needs (``b, n, h = *x.shape, heads``), else one."""
-        caller = sys._getframe(2)  # Proxy.__iter__'s caller
+        caller = self._offending_frame(sys._getframe(1))  # the model line that iterates
         self._report(
             "FXS102",
             None,
