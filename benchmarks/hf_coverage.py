@@ -1,7 +1,7 @@
 """Shape-aware tracing on transformers models built from small configs (no hub, no weights).
 
 For each model: trace without example inputs (plain RobustTracer) and with the inputs derived by
-``fxscope.trace.inputs.default_inputs``; print the fraction of custom (non-``torch.nn``) modules
+``fxscope.trace.inputs.default_inputs`` (and its concrete ``use_cache=False``); print the fraction of custom (non-``torch.nn``) modules
 whose forward was traced, whether the whole model is one complete graph, the finding counts, and
 (with ``--check``) whether the complete graph's output on real inputs equals eager.
 
@@ -11,7 +11,9 @@ Usage: python benchmarks/hf_coverage.py [--check] [model ...]
 from __future__ import annotations
 
 import argparse
+import copy
 import os
+import re
 import sys
 import time
 import warnings
@@ -24,7 +26,7 @@ import torch  # noqa: E402
 import torch.nn as nn  # noqa: E402
 
 from fxscope.trace.analysis import TraceReport, analyze  # noqa: E402
-from fxscope.trace.inputs import InputSpec, default_inputs, example_tensors  # noqa: E402
+from fxscope.trace.inputs import InputSpec, default_concrete_args, default_inputs, example_tensors  # noqa: E402
 
 warnings.filterwarnings("ignore")
 
@@ -104,10 +106,19 @@ def graph_matches_eager(model: nn.Module, report: TraceReport, specs: dict[str, 
     graph = report.collection.graph_for("")
     if graph is None:
         return False
+    graph = copy.deepcopy(graph)
+    # fx's pytree codegen writes invalid code for placeholders with defaults: call by name.
+    graph.set_codegen(torch.fx.graph.CodeGen())
     gm = torch.fx.GraphModule(model, graph)
     inputs = real_inputs(model, specs)
+    values = {**default_concrete_args(model), **inputs}
+    by_name = {}
+    for node in graph.nodes:  # concrete args' placeholders are renamed (`use_cache_1`)
+        name = node.target if node.target in values else re.sub(r"_\d+$", "", str(node.target))
+        if node.op == "placeholder" and name in values:
+            by_name[node.name] = values[name]
     with torch.no_grad():
-        got, want = tensors_of(gm(**inputs)), tensors_of(model(**inputs))
+        got, want = tensors_of(gm(**by_name)), tensors_of(model(**values))
     return len(got) == len(want) > 0 and all(
         g.shape == w.shape and torch.allclose(g, w, atol=1e-5, rtol=1e-4) for g, w in zip(got, want))
 
@@ -128,9 +139,10 @@ def main() -> None:
         model = builders[name]().eval()
         specs = default_inputs(model)
         for mode in ("before", "after"):
-            inputs = example_tensors(specs) if mode == "after" and specs else None
+            after = mode == "after" and specs is not None
+            inputs = example_tensors(specs) if after else None
             start = time.perf_counter()
-            report = analyze(model, inputs=inputs)
+            report = analyze(model, default_concrete_args(model) if after else None, inputs=inputs)
             seconds = time.perf_counter() - start
             traced, total = custom_coverage(report)
             complete = report.status == "traced"

@@ -15,7 +15,8 @@ from typing import Any, Mapping
 import torch
 import torch.nn as nn
 
-__all__ = ["InputSpec", "DTYPES", "parse_inputs", "example_tensors", "default_inputs", "resolve_inputs"]
+__all__ = ["InputSpec", "DTYPES", "parse_inputs", "example_tensors", "default_inputs", "default_concrete_args",
+           "resolve_inputs"]
 
 #: Accepted dtype names (configuration and factories) -> torch dtype.
 DTYPES: dict[str, torch.dtype] = {
@@ -121,6 +122,12 @@ def default_inputs(model: nn.Module, *, batch: int = 2, seq: int = 8) -> dict[st
         dec = min(seq, limit) if isinstance(limit, int) and limit > 0 else seq
         specs["decoder_input_ids"] = InputSpec((batch, dec), "int64")
     return specs
+
+
+def default_concrete_args(model: nn.Module) -> dict[str, Any]:
+    """Concrete args that go with :func:`default_inputs`: ``use_cache=False`` where the forward
+    takes it (a graph cannot return a key/value cache object)."""
+    return {"use_cache": False} if "use_cache" in _forward_params(model) else {}
 
 
 def resolve_inputs(configured: Mapping[str, Any] | str | None, returned: Mapping[str, Any] | None,

@@ -269,12 +269,14 @@ def run_trace_job(job: dict[str, Any]) -> dict[str, Any]:
     result["device"] = built.device
     inputs = None
     if target.get("inputs") or built.inputs:
-        from fxscope.trace.inputs import resolve_inputs
+        from fxscope.trace.inputs import default_concrete_args, resolve_inputs
 
         try:
             inputs = resolve_inputs(target.get("inputs"), built.inputs, built.model)
         except ValueError as e:
             result["warnings"].append(f"example inputs ignored: {e}")
+        if inputs is not None and target.get("inputs") == "auto":
+            concrete = {**default_concrete_args(built.model), **concrete}
     try:
         report = analyze(built.model, concrete or None, is_user_file=is_user_file, leaf_types=leaf_types,
                          sites=built.sites, extra_findings=built.findings, inputs=inputs,
