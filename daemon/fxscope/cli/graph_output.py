@@ -58,12 +58,20 @@ def _title(target_id: str, graph_module: str, module: str | None) -> str:
     return f"graph {target_id} ({module}, traced inline in the graph of {graph_module or 'root'})"
 
 
+def _name(node: dict[str, Any]) -> str:
+    """``add_3``, or ``add_3: f32[2, 16, 64]`` when the node has a shape (shape-aware tracing)."""
+    shape = node.get("shape")
+    if shape is None:
+        return node["name"]
+    return f"{node['name']}: {node.get('dtype') or '?'}[{', '.join(str(d) for d in shape)}]"
+
+
 def _text(doc: dict[str, Any]) -> str:
     target_id, module = doc["target"], doc["module"]
     lines: list[str] = []
     for g in doc["graphs"]:
         lines.append(_title(target_id, g["module"], module))
-        rows = [(n["name"], n["op"], n["target"], f"[{n['scope'] or '<root>'} {n['scope_type']}]", _where(n))
+        rows = [(_name(n), n["op"], n["target"], f"[{n['scope'] or '<root>'} {n['scope_type']}]", _where(n))
                 for n in g["nodes"]]
         widths = [max((len(r[i]) for r in rows), default=0) for i in range(3)]
         for r in rows:
