@@ -177,3 +177,36 @@ def test_cached_finding_naming_a_file_outside_the_workspace_shows_no_snippet(tmp
     proc = cli(root, fmt="text")
     assert proc.returncode == 1, proc.stderr
     assert "forged" in proc.stdout and "TOP-SECRET-LINE" not in proc.stdout
+
+
+def test_control_characters_from_model_messages_are_escaped(tmp_path):
+    root = tmp_path / "ws"
+    payload = "\\x1b]0;pwned\\x07\\x1b[2J\\n::error file=a.py,line=1::forged\\u2028tail"
+    write_tree(root, {
+        "pyproject.toml": "[tool.fxscope]\n",
+        "healthy.py": HEALTHY,
+        "loud.py": f"""
+            from torch import nn
+
+
+            class Loud(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    raise RuntimeError("{payload}")
+
+                def forward(self, x):
+                    return x
+            """,
+    })
+    text = cli(root, fmt="text")
+    assert text.returncode == 1, text.stderr
+    assert "\x1b" not in text.stdout and "\x07" not in text.stdout and "\u2028" not in text.stdout
+    assert not any(line.startswith("::") for line in text.stdout.splitlines())
+    assert "\\x1b]0;pwned\\x07" in text.stdout and "::error file=a.py" in text.stdout
+    github = cli(root, fmt="github")
+    lines = github.stdout.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("::error file=loud.py")
+    assert "\x1b" not in github.stdout and "\u2028" not in github.stdout
+    data = report(cli(root))
+    (finding,) = [f for f in data["findings"] if f["target"] == "loud.py::Loud"]
+    assert "\x1b]0;pwned\x07" in finding["message"]  # JSON keeps the message exact

@@ -18,8 +18,12 @@ _COMMAND = {"error": "error", "warning": "warning", "info": "notice", "hint": "n
 
 
 def escape_data(text: str) -> str:
-    """Escape a workflow command's message."""
-    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    """Escape a workflow command's message; other non-printable characters (escape sequences,
+    line separators) from model code are shown as Python escapes, never passed to the log."""
+    text = text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 def escape_property(text: str) -> str:

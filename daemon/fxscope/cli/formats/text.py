@@ -70,13 +70,34 @@ def _position(loc: Location) -> str:
     return f"{loc.line}:{loc.column}" if loc.column is not None else f"{loc.line}"
 
 
+def printable(text: object) -> str:
+    r"""``text`` with every non-printable character (controls, escape sequences, newlines, line
+    separators) shown as a Python escape, so text from model code can neither drive the terminal
+    (title, screen clear) nor start a line of its own (a forged ``::error`` workflow command).
+
+    >>> printable("a\x1b]0;title\x07\nb")
+    'a\\x1b]0;title\\x07\\nb'
+    """
+    text = str(text)
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else repr(c)[1:-1] if c not in "'\\" else c for c in text)
+
+
+def _visible_line(text: str) -> str:
+    """A source line for display: tabs kept, other non-printables one U+FFFD each (columns stay)."""
+    if text.isprintable():
+        return text
+    return "".join(c if c == "\t" or c.isprintable() else "\ufffd" for c in text)
+
+
 def _snippet(loc: Location, source: SourceCache, style: _Style, sgr: str) -> list[str]:
     """The source line with a caret range under ``column..end_column`` (to the end of the line
     when the range spans lines, under the whole statement when there is no column)."""
     text = source.line(loc.file, loc.line)
     if text is None:
         return []
-    text = text.rstrip()
+    text = _visible_line(text.rstrip())
     if loc.column is None:
         start, end = len(text) - len(text.lstrip()), len(text)
     else:
@@ -99,7 +120,7 @@ def _snippet(loc: Location, source: SourceCache, style: _Style, sgr: str) -> lis
 
 
 def _scopes(scopes: list[dict[str, Any]]) -> str:
-    shown = [f"{s['path'] or '<root>'} ({s['type']})" for s in scopes[:MAX_SCOPES]]
+    shown = [printable(f"{s['path'] or '<root>'} ({s['type']})") for s in scopes[:MAX_SCOPES]]
     more = len(scopes) - MAX_SCOPES
     return ", ".join(shown) + (f" and {more} more" if more > 0 else "")
 
@@ -138,15 +159,15 @@ def _finding(finding: dict[str, Any], root: Path, source: SourceCache, style: _S
              targets: dict[str, dict[str, Any]] | None = None) -> list[str]:
     sgr = _SEVERITY_STYLE.get(finding["severity"], "1")
     loc = primary_location(finding, root)
-    head = f"{style(display_path(loc.file, root), '1')}:{_position(loc)}: "
-    lines = [head + f"{style(finding['code'], sgr)} {finding['message']}"]
+    head = f"{style(printable(display_path(loc.file, root)), '1')}:{_position(loc)}: "
+    lines = [head + f"{style(printable(finding['code']), sgr)} {printable(finding['message'])}"]
     lines += _snippet(loc, source, style, sgr)
     origin = origin_location(finding, root)
     if origin is not None:
-        lines.append(f"  {style('origin:', '1')} {origin.file}:{_position(origin)}")
+        lines.append(f"  {style('origin:', '1')} {printable(origin.file)}:{_position(origin)}")
         lines += _snippet(origin, source, style, sgr)
     if finding.get("hint"):
-        lines.append(f"  {style('hint:', '1;36')} {finding['hint']}")
+        lines.append(f"  {style('hint:', '1;36')} {printable(finding['hint'])}")
     if finding.get("scopes"):
         lines.append(f"  {style('in:', '1')} {_scopes(finding['scopes'])}")
     if finding["code"] == "FXS402":
@@ -156,8 +177,8 @@ def _finding(finding: dict[str, Any], root: Path, source: SourceCache, style: _S
             continue  # importlib's own frames (<frozen importlib._bootstrap>): not the user's chain
         where = location_of(rel, root)
         path = where.file if where.outside else display_path(where.file, root)
-        note = f" ({rel['message']})" if rel.get("message") else ""
-        lines.append(f"  {style('via:', '1')} {path}:{_position(where)}{note}")
+        note = f" ({printable(rel['message'])})" if rel.get("message") else ""
+        lines.append(f"  {style('via:', '1')} {printable(path)}:{_position(where)}{note}")
     return lines
 
 
