@@ -72,6 +72,20 @@ def _count_lens_refresh(client: LanguageClient, params: None) -> None:
     client.lens_refreshes += 1  # type: ignore[attr-defined]
 
 
+def _ignore_hint_refresh(client: LanguageClient, params: None) -> None:
+    pass
+
+
+async def wait_startup(client: LanguageClient, folders: int = 1, timeout: float = 180.0) -> None:
+    """Wait until the start-up check of ``folders`` folders has ended (their $/progress ended)."""
+    def ended() -> bool:
+        done = sum(any(isinstance(v, types.WorkDoneProgressEnd) for v in values)
+                   for values in client.progress_reports.values())
+        return done >= folders
+
+    await wait_until(ended, timeout=timeout, what="the start-up check to end")
+
+
 def make_client() -> LanguageClient:
     client = LanguageClient(converter_factory=default_converter)
     client.published = []  # type: ignore[attr-defined]
@@ -81,6 +95,7 @@ def make_client() -> LanguageClient:
     features[types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS] = _record_publish
     features[types.CLIENT_REGISTER_CAPABILITY] = _record_registration
     features[types.WORKSPACE_CODE_LENS_REFRESH] = _count_lens_refresh
+    features[types.WORKSPACE_INLAY_HINT_REFRESH] = _ignore_hint_refresh
     register_lsp_features(client, features)
     return client
 

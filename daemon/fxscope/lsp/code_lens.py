@@ -43,14 +43,19 @@ def lens_title(summary: "ClassSummary", untraceable_lines: int) -> str:
             parts.append(_plural(len(summary.instances), "instance"))
         return " · ".join(parts)
     if status == "partial":
-        return f"partial · {_plural(untraceable_lines or summary.findings, 'untraceable line')}"
+        if untraceable_lines:
+            return f"partial · {_plural(untraceable_lines, 'untraceable line')}"
+        return f"partial · {_plural(summary.nodes, 'node')} · a failing submodule kept as a leaf"
     if status == "skipped":
         return "not traced: needs constructor arguments (configure a factory)"
     if status == "pending":
         return "fxscope: tracing…"
     if status in ("failed", "error"):
-        reason = summary.reason or _plural(untraceable_lines or summary.findings, "untraceable line")
-        return f"failed · {reason}"
+        count = untraceable_lines or summary.findings
+        if count:
+            return f"failed · {_plural(count, 'untraceable line')}"
+        reason = summary.reason or "see the diagnostics"
+        return f"failed · {reason if len(reason) <= 80 else reason[:77] + '...'}"
     return f"not traced: {summary.reason or 'no traced model uses it'}"
 
 

@@ -43,42 +43,60 @@ def instance_pattern(paths: Sequence[str]) -> str:
     return ".".join(parts)
 
 
-def _relative_target(node: "NodeInfo") -> str:
-    """The node's call target with its own instance's path removed (so instances compare equal)."""
-    if node.op == "call_module" and node.scope and node.target.startswith(node.scope + "."):
-        return node.target[len(node.scope) + 1:]
+def _is_own_call(node: "NodeInfo") -> bool:
+    """A ``call_module`` node is recorded under the called module's own scope."""
+    return node.op == "call_module" and bool(node.scope) and node.target == node.scope
+
+
+def _instance(node: "NodeInfo") -> str:
+    """The module instance whose forward ran the line that produced ``node``."""
+    if _is_own_call(node):
+        return node.scope.rpartition(".")[0]
+    return node.scope
+
+
+def _relative_target(node: "NodeInfo", instance: str) -> str:
+    """The node's call target relative to its instance (so identical instances compare equal)."""
+    if node.op == "call_module" and instance and node.target.startswith(instance + "."):
+        return node.target[len(instance) + 1:]
     return node.target
 
 
-def nodes_markdown(nodes: Sequence["NodeInfo"], markdown: bool = True) -> str | None:
-    """The hover text for the nodes of one line (None when there are none)."""
+def nodes_markdown(nodes: Sequence["NodeInfo"], markdown: bool = True, owner: str | None = None) -> str | None:
+    """The hover text for the nodes of one line (None when there are none); ``owner`` is the
+    class whose forward holds the line, when known."""
     if not nodes:
         return None
-    # group: target -> instance (scope, type) -> nodes, in first-seen order
-    by_target: "OrderedDict[str, OrderedDict[tuple[str, str], list[NodeInfo]]]" = OrderedDict()
+    # group: target -> instance -> nodes, in first-seen order
+    by_target: "OrderedDict[str, OrderedDict[str, list[NodeInfo]]]" = OrderedDict()
+    types_of: dict[tuple[str, str], str] = {}
     for n in nodes:
-        by_target.setdefault(n.target_id, OrderedDict()).setdefault((n.scope, n.scope_type), []).append(n)
+        inst = _instance(n)
+        by_target.setdefault(n.target_id, OrderedDict()).setdefault(inst, []).append(n)
+        if not _is_own_call(n):
+            types_of.setdefault((n.target_id, inst), n.scope_type)
     out: list[str] = []
     total = len(nodes)
     out.append(f"**fxscope** · {total} graph node{'s' if total != 1 else ''} from this line")
     for target_id, instances in by_target.items():
-        if len(by_target) > 1 or target_id:
-            out.append(f"\ntarget `{target_id}`" if markdown else f"\ntarget {target_id}")
+        out.append(f"\ntarget `{target_id}`" if markdown else f"\ntarget {target_id}")
         # collapse instances of the same type whose nodes are identical (op + relative target)
         groups: "OrderedDict[tuple, list[tuple[str, list[NodeInfo]]]]" = OrderedDict()
-        for (scope, scope_type), members in instances.items():
-            signature = (scope_type, tuple((m.op, _relative_target(m)) for m in members))
-            groups.setdefault(signature, []).append((scope, members))
-        for (scope_type, _), members in groups.items():
-            label = f"{instance_pattern([s for s, _ in members])}: {_short(scope_type)}"
+        for inst, members in instances.items():
+            kind = _short(owner or types_of.get((target_id, inst), "") or "?")
+            signature = (kind, tuple((m.op, _relative_target(m, inst)) for m in members))
+            groups.setdefault(signature, []).append((inst, members))
+        for (kind, _), members in groups.items():
+            label = f"{instance_pattern([s for s, _ in members])}: {kind}"
             if len(members) > 1:
                 label += f" × {len(members)}"
-            out.append(f"\n`{label}`" if markdown else f"\n{label}")
-            rows = members[0][1]
-            width_name = max(len(r.name) for r in rows[:MAX_NODES])
-            width_op = max(len(r.op) for r in rows[:MAX_NODES])
-            body = [f"{r.name:<{width_name}}  {r.op:<{width_op}}  {_relative_target(r)}"
-                    + (f"  {list(r.shape)}" if r.shape is not None else "") for r in rows[:MAX_NODES]]
+            out.append(f"`{label}`" if markdown else label)
+            inst, rows = members[0]
+            shown = rows[:MAX_NODES]
+            width_name = max(len(r.name) for r in shown)
+            width_op = max(len(r.op) for r in shown)
+            body = [f"{r.name:<{width_name}}  {r.op:<{width_op}}  {_relative_target(r, inst)}"
+                    + (f"  {list(r.shape)}" if r.shape is not None else "") for r in shown]
             if len(rows) > MAX_NODES:
                 body.append(f"… {len(rows) - MAX_NODES} more")
             out.append("```text\n" + "\n".join(body) + "\n```" if markdown else "\n".join(body))
@@ -136,11 +154,21 @@ class HoverFeature:
         line_no, column = self.ls.encoder.to_store(lines, params.position)
         text = self.class_hover(folder, path, lines[line_no - 1], line_no, column)
         if text is None:
-            text = nodes_markdown(folder.workspace.nodes_at(path, line_no), self.markdown)
+            owner = self._owner(folder, path, line_no)
+            text = nodes_markdown(folder.workspace.nodes_at(path, line_no), self.markdown, owner)
         if text is None:
             return None
         kind = types.MarkupKind.Markdown if self.markdown else types.MarkupKind.PlainText
         return types.Hover(contents=types.MarkupContent(kind=kind, value=text))
+
+    @staticmethod
+    def _owner(folder: Folder, path: Path, line_no: int) -> str | None:
+        """The class defined last at or above ``line_no`` (the one whose body holds the line)."""
+        best = None
+        for s in folder.workspace.classes_in(path):
+            if s.line <= line_no and (best is None or s.line > best.line):
+                best = s
+        return best.type_name if best is not None else None
 
     def class_hover(self, folder: Folder, path: Path, line_text: str, line_no: int, column: int) -> str | None:
         word = word_at(line_text, column)
