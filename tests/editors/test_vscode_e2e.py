@@ -25,6 +25,7 @@ pytestmark = [pytest.mark.editor, pytest.mark.slow]
 
 UNTRACEABLE = "zoo/untraceable.py"
 QKV_LINE, QKV_COLUMN = 17, 24  # `self.qkv(x).chunk(3, dim=-1)`: traced inside Transformer's blocks
+TRANSFORMER_FORWARD_LINE = 46  # `for block in self.blocks:` inside class Transformer
 
 
 def _missing() -> str | None:
@@ -62,6 +63,7 @@ def _drive(vsix: Path, workspace: Path, scratch: Path, *, trusted: bool, expect:
         FXSCOPE_FILE=UNTRACEABLE,
         FXSCOPE_HOVER_LINE=str(QKV_LINE),
         FXSCOPE_HOVER_COLUMN=str(QKV_COLUMN),
+        FXSCOPE_GRAPH_LINE=str(TRANSFORMER_FORWARD_LINE),
         FXSCOPE_EXPECT=expect,
         FXSCOPE_TRUSTED="1" if trusted else "0",
         FXSCOPE_E2E_TMP=str(scratch),
@@ -83,7 +85,7 @@ def _explain(result: dict) -> str:
 
 def test_vsix_in_code_server_shows_diagnostics_and_hover(vsix: Path, tmp_path: Path) -> None:
     ws = copy_examples(tmp_path)
-    result = _drive(vsix, ws, tmp_path / "trusted", trusted=True, expect="FXS101")
+    result = _drive(vsix, ws, tmp_path / "trusted", trusted=True, expect="FXS101 [Ln 20\nFXS101 [Ln 34\nFXS104 [Ln 48")
     assert not result["errors"], _explain(result)
     problems = result["problems"]
     # Attention's `if mask is not None and mask.any():` (line 20) and EarlyExit's `if x.norm() < 1e-3` (line 34).
@@ -92,8 +94,14 @@ def test_vsix_in_code_server_shows_diagnostics_and_hover(vsix: Path, tmp_path: P
     assert any("FXS104" in p and "[Ln 48" in p for p in problems), _explain(result)
     # The hover on a traced line lists its nodes per module instance.
     hover = result["hover"]
-    assert "qkv" in hover and "blocks.0" in hover, _explain(result)
-    assert "fxscope" in result["status"] and "error" in result["status"], _explain(result)
+    assert "qkv" in hover and "zoo/untraceable.py::Transformer" in hover, _explain(result)
+    assert "fxscope: 3 errors" in result["status"], _explain(result)
+    # Show FX Graph on the class under the cursor: the webview draws Transformer's block graphs
+    # (its own forward fails), and clicking a node of the hovered line moves the cursor there.
+    graph = result.get("graph") or {}
+    assert graph.get("nodes") == 74 and "zoo/untraceable.py::Transformer" in graph.get("title", ""), _explain(result)
+    assert {"blocks.0", "blocks.1"} <= set(graph.get("boxes") or []), _explain(result)
+    assert f"Ln {QKV_LINE}," in graph.get("afterClick", ""), _explain(result)
 
 
 def test_untrusted_workspace_does_not_start_the_server(vsix: Path, tmp_path: Path) -> None:

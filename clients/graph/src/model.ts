@@ -84,8 +84,26 @@ function lineKey(file: string | undefined, line: number | undefined): string {
   return `${file ?? ""}:${line ?? 0}`;
 }
 
+/**
+ * Fill what a document may leave out: `modules` and `findings` default to empty, and a graph
+ * that lists its edges as `edges: [[input, user], ...]` instead of node `inputs` gets them.
+ */
+export function normalizeDocument(raw: GraphDocument): GraphDocument {
+  const graphs = (raw.graphs ?? []).map((g) => {
+    const edges = (g as { edges?: [string, string][] }).edges;
+    const byUser = new Map<string, string[]>();
+    for (const [src, dst] of edges ?? []) byUser.set(dst, [...(byUser.get(dst) ?? []), src]);
+    return {
+      module: g.module ?? "",
+      nodes: (g.nodes ?? []).map((n) => ({ ...n, scope: n.scope ?? "", scope_type: n.scope_type ?? "", inputs: n.inputs ?? byUser.get(n.name) ?? [] })),
+    };
+  });
+  return { ...raw, version: 1, module: raw.module ?? null, graphs, modules: raw.modules ?? [], findings: raw.findings ?? [] };
+}
+
 /** Index a document: nodes, boxes (with failure and finding marks) and edges. */
-export function buildModel(doc: GraphDocument): GraphModel {
+export function buildModel(raw: GraphDocument): GraphModel {
+  const doc = normalizeDocument(raw);
   const failedModules = new Set(doc.modules.filter((m) => m.status === "failed").map((m) => m.path));
   const moduleTypes = new Map(doc.modules.map((m) => [m.path, m.type]));
   const byLine = new Map<string, Finding[]>();

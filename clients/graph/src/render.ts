@@ -96,8 +96,9 @@ function boxTooltip(b: BoxInfo): string {
 }
 
 /** Draw ``doc`` into ``container`` (emptied first). */
-export function mount(container: HTMLElement, doc: GraphDocument, options: MountOptions = {}): GraphView {
-  const model = buildModel(doc);
+export function mount(container: HTMLElement, raw: GraphDocument, options: MountOptions = {}): GraphView {
+  const model = buildModel(raw);
+  const doc = model.doc;
   let collapsed = defaultCollapsed(model, options.collapseThreshold);
   let highlighted: { file: string; line: number } | null = null;
 

@@ -30,6 +30,7 @@ class Extension implements vscode.Disposable {
   private readonly disposables: vscode.Disposable[] = [];
   private fallbacks = new Map<string, vscode.Disposable>();
   private restarting: Promise<void> = Promise.resolve();
+  private tracing = false;
 
   constructor(private readonly context: vscode.ExtensionContext) {
     this.status.name = "fxscope";
@@ -212,11 +213,16 @@ class Extension implements vscode.Disposable {
         if (value.kind === "end") {
           resolveDone();
           sub.dispose();
+          this.tracing = false;
           this.updateIdle();
           return;
         }
         const n = parseProgress(value.message ?? (value.kind === "begin" ? value.title : undefined), value.percentage);
-        if (n) this.setState({ kind: "tracing", ...n });
+        if (n) {
+          this.tracing = n.done < n.total;
+          this.setState({ kind: "tracing", ...n });
+          if (!this.tracing) this.updateIdle();
+        }
         reporter?.report({ message: value.message });
       });
       return null;
@@ -224,7 +230,7 @@ class Extension implements vscode.Disposable {
   }
 
   private updateIdle(): void {
-    if (this.client?.state !== State.Running || this.status.text.includes("tracing")) return;
+    if (this.client?.state !== State.Running || this.tracing) return;
     let errors = 0;
     let warnings = 0;
     let others = 0;

@@ -7,7 +7,8 @@
 //   FXSCOPE_CHROMIUM     Chromium executable        FXSCOPE_VSIX          the extension package
 //   FXSCOPE_WORKSPACE    folder to open             FXSCOPE_PYTHON        interpreter with fxscope
 //   FXSCOPE_FILE         file to open (relative)    FXSCOPE_HOVER_LINE    1-based line to hover
-//   FXSCOPE_HOVER_COLUMN 1-based column to hover    FXSCOPE_EXPECT        substring the Problems panel must show
+//   FXSCOPE_HOVER_COLUMN 1-based column to hover    FXSCOPE_EXPECT        lines the Problems panel must show
+//   FXSCOPE_GRAPH_LINE   1-based line inside the class whose graph to show
 //   FXSCOPE_TRUSTED      "0" to open the folder untrusted (the server must not start)
 //   FXSCOPE_E2E_TMP      scratch directory (profiles, extensions)
 // Prints one JSON object on stdout; progress goes to stderr.
@@ -34,7 +35,9 @@ const python = env("FXSCOPE_PYTHON");
 const file = env("FXSCOPE_FILE");
 const hoverLine = Number(env("FXSCOPE_HOVER_LINE", "0"));
 const hoverColumn = Number(env("FXSCOPE_HOVER_COLUMN", "1"));
-const expect = env("FXSCOPE_EXPECT", "");
+const graphLine = Number(env("FXSCOPE_GRAPH_LINE", "0"));
+// Substrings (one per line) that must each appear in some Problems row before reading on.
+const expected = env("FXSCOPE_EXPECT", "").split("\n").filter(Boolean);
 const trusted = env("FXSCOPE_TRUSTED", "1") !== "0";
 const tmp = env("FXSCOPE_E2E_TMP");
 const timeoutMs = Number(env("FXSCOPE_E2E_TIMEOUT_MS", "240000"));
@@ -88,6 +91,9 @@ function extensionOutput() {
   return found.map((p) => readFileSync(p, "utf8").split("\n").slice(-60).join("\n")).join("\n---\n");
 }
 
+/** Thrown to end the scenario early (not an error). */
+class Done extends Error {}
+
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 async function waitHttp(url, deadline) {
@@ -117,6 +123,7 @@ server.stdout.on("data", (d) => { serverLog += d; });
 server.stderr.on("data", (d) => { serverLog += d; });
 
 let browser;
+let currentPage;
 const result = { trusted, problems: [], hover: "", status: "", output: "", errors: [] };
 const deadline = Date.now() + timeoutMs;
 try {
@@ -131,6 +138,7 @@ try {
       "--disable-component-update", "--disable-sync"],
   });
   const page = browser.pages()[0] ?? await browser.newPage();
+  currentPage = page;
   page.on("pageerror", (e) => result.errors.push(String(e.message).slice(0, 300)));
   await page.goto(`http://127.0.0.1:${port}/?folder=${encodeURIComponent(workspace)}`);
   await page.waitForSelector(".monaco-workbench", { timeout: 90000 });
@@ -138,16 +146,25 @@ try {
   log("workbench loaded");
   await sleep(2000);
 
+  const statusText = async () => (await page.locator(".statusbar-item").allInnerTexts()).filter((t) => t.includes("fxscope")).join(" | ");
+  if (!trusted) {
+    // Restricted mode: the extension must say why it does not start, without opening anything.
+    while (Date.now() < deadline && !(result.status = await statusText()).includes("untrusted")) await sleep(1000);
+    await page.keyboard.press("Control+Shift+M");
+    await sleep(3000);
+    result.problems = (await page.locator(".markers-panel .monaco-list-row").allInnerTexts()).map((t) => t.replace(/\s+/g, " ").trim());
+    throw new Done();
+  }
+
   // Open the model file with Quick Open.
   await page.keyboard.press("Control+P");
   await page.waitForSelector(".quick-input-widget input", { timeout: 20000 });
   await page.keyboard.type(file.split("/").pop(), { delay: 20 });
-  await sleep(800);
-  await page.keyboard.press("Enter");
+  const pick = page.locator(".quick-input-list .monaco-list-row", { hasText: file.split("/").pop() }).first();
+  await pick.waitFor({ timeout: 20000 });
+  await pick.click();
   await page.waitForSelector(".monaco-editor .view-lines", { timeout: 30000 });
   log("opened", file);
-
-  const statusText = async () => (await page.locator(".statusbar-item").allInnerTexts()).filter((t) => t.includes("fxscope")).join(" | ");
 
   // Problems panel: wait until the expected diagnostic is listed (or the deadline).
   await page.keyboard.press("Control+Shift+M");
@@ -157,7 +174,7 @@ try {
     result.problems = (await readProblems()).map((t) => t.replace(/\s+/g, " ").trim());
     result.status = await statusText();
     if (!trusted && result.status.includes("untrusted")) break;
-    if (expect && result.problems.some((p) => p.includes(expect))) break;
+    if (expected.length && expected.every((x) => result.problems.some((p) => p.includes(x)))) break;
     await sleep(1000);
   }
   log("problems:", JSON.stringify(result.problems));
@@ -182,9 +199,49 @@ try {
     }
     log("hover:", JSON.stringify(result.hover.slice(0, 300)));
   }
+  if (trusted && graphLine > 0) {
+    // "fxscope: Show FX Graph" for the class under the cursor, drawn in the webview.
+    await page.keyboard.press("Escape");
+    await page.locator(".monaco-editor .view-lines").first().click();
+    await page.keyboard.press("Control+G");
+    await page.waitForSelector(".quick-input-widget input", { timeout: 10000 });
+    await page.keyboard.type(`${graphLine}:1`, { delay: 20 });
+    await page.keyboard.press("Enter");
+    await sleep(300);
+    await page.keyboard.press("Control+Shift+P");
+    await page.waitForSelector(".quick-input-widget input", { timeout: 10000 });
+    await page.keyboard.type("fxscope: Show FX Graph", { delay: 20 });
+    const cmd = page.locator(".quick-input-list .monaco-list-row", { hasText: "Show FX Graph" }).first();
+    await cmd.waitFor({ timeout: 20000 });
+    await cmd.click();
+    let graphFrame;
+    for (let i = 0; i < 60 && !graphFrame; i++) {
+      for (const f of page.frames()) {
+        if (await f.locator("g.fxg-node").count().catch(() => 0)) { graphFrame = f; break; }
+      }
+      if (!graphFrame) await sleep(500);
+    }
+    if (graphFrame) {
+      result.graph = {
+        nodes: await graphFrame.locator("g.fxg-node").count(),
+        title: await graphFrame.locator(".fxg-title").innerText(),
+        boxes: await graphFrame.locator("g.fxg-box").evaluateAll((els) => els.map((e) => e.getAttribute("data-scope"))),
+      };
+      // Clicking a node reveals its source line in the editor.
+      const node = graphFrame.locator(`g.fxg-node[data-line="${hoverLine}"]`).first();
+      await node.dispatchEvent("click");
+      await sleep(1500);
+      result.graph.afterClick = (await page.locator(".statusbar-item").allInnerTexts()).find((t) => /Ln \d+/.test(t)) ?? "";
+    }
+    log("graph:", JSON.stringify(result.graph ?? null));
+  }
   result.status = await statusText();
 } catch (e) {
-  result.errors.push(String(e?.stack ?? e));
+  if (!(e instanceof Done)) {
+    result.errors.push(String(e?.stack ?? e));
+    const shot = join(tmp, "failure.png");
+    if (await currentPage?.screenshot({ path: shot }).then(() => true, () => false)) result.screenshot = shot;
+  }
 } finally {
   if (browser) await browser.close().catch(() => undefined);
   try { process.kill(-server.pid, "SIGTERM"); } catch { /* gone */ }

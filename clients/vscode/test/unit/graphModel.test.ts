@@ -96,3 +96,15 @@ test("the committed Python package bundle is the one this source builds", async 
     "daemon/fxscope/graphview/static/fxscope-graph.js is stale: run `npm run compile -- --graph-package`");
   assert.equal(readFileSync(join(packageStatic, "fxscope-graph.css"), "utf8"), readFileSync(join(root, "..", "graph", "src", "graph.css"), "utf8"));
 });
+
+test("a document with edges instead of inputs, and no modules or findings, is drawn the same", () => {
+  const lsp = {
+    target: "m.py::Net", status: "traced", module: null,
+    graphs: [{ module: "", nodes: doc.graphs[0].nodes.map(({ inputs: _inputs, ...n }) => n),
+      edges: doc.graphs[0].nodes.flatMap((n) => n.inputs.map((i) => [i, n.name])) }],
+  } as unknown as GraphDocument;
+  const m = buildModel(lsp);
+  assert.deepEqual(m.edges, buildModel(doc).edges);
+  assert.deepEqual(m.doc.findings, []);
+  assert.equal(m.boxes.size, 2);
+});
