@@ -321,6 +321,11 @@ class FxscopeServer(LanguageServer):
         self._watchers.clear()
         self.folders.close_all()
 
+    def report_server_error(self, error: Exception, source: Any) -> None:
+        """Errors outside a request (an unreadable message, a failing notification handler) go to
+        the log, never to a popup: the request ones already got their error response."""
+        log.warning("%s: %s", getattr(source, "__name__", source), error)
+
     def shutdown(self) -> None:  # pygls: the transport ended
         self.close_all()
         super().shutdown()
