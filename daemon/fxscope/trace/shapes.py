@@ -64,6 +64,8 @@ _BINARY = {
     operator.floordiv: "//", operator.mod: "%", operator.pow: "**", operator.and_: "&",
     operator.or_: "|", operator.matmul: "@",
 }
+#: Functions whose device arguments are compared or read, not used to place tensors.
+_QUESTIONS = frozenset({getattr, operator.eq, operator.ne, operator.getitem, operator.not_, str})
 _NEGATED = {"==": "!=", "!=": "==", "<": ">=", ">=": "<", ">": "<=", "<=": ">"}
 
 _BOOL_HINT = ("To support other shapes, compute both branches and select with `torch.where`; to "
@@ -164,17 +166,17 @@ def _unknown_in(value: Any) -> bool:
 class _MetaArgs:
     """Maps traced arguments to their example values (devices to meta) for one op."""
 
-    def __init__(self, tracer: "ShapeAwareTracer") -> None:
-        self.tracer = tracer
+    def __init__(self, devices_to_meta: bool) -> None:
+        self.devices_to_meta = devices_to_meta
 
     def __call__(self, arg: Any) -> Any:
         if isinstance(arg, (Proxy, Node)):
             node = arg.node if isinstance(arg, Proxy) else arg
             value = node.meta.get(VALUE_KEY, _UNKNOWN)
-            return _META if isinstance(value, torch.device) else value
+            return _META if self.devices_to_meta and isinstance(value, torch.device) else value
         if isinstance(arg, torch.Tensor):
             return arg if arg.device == _META else _to_meta(arg)
-        if isinstance(arg, torch.device):
+        if isinstance(arg, torch.device) and self.devices_to_meta:
             return _META
         if isinstance(arg, tuple):
             values = tuple(self(a) for a in arg)
@@ -222,7 +224,9 @@ class ShapeAwareTracer(RobustTracer):
         }
         self.report_device = torch.device(device)
         self._meta_depth = 0
-        self._meta_args = _MetaArgs(self)
+        #: Arguments of ops (devices become meta), and of questions about values (devices kept).
+        self._meta_args = _MetaArgs(devices_to_meta=True)
+        self._plain_args = _MetaArgs(devices_to_meta=False)
         self._module_params: dict[int, dict[str, torch.Tensor] | None] = {}
 
     # ------------------------------------------------------------------ tracing
@@ -300,8 +304,9 @@ class ShapeAwareTracer(RobustTracer):
             self._meta_depth -= 1
 
     def _run_on_meta(self, kind: str, target: Any, args: tuple, kwargs: dict) -> Any:
-        meta_args = self._meta_args(args)
-        meta_kwargs = self._meta_args(kwargs)
+        convert = self._plain_args if target in _QUESTIONS else self._meta_args
+        meta_args = convert(args)
+        meta_kwargs = convert(kwargs)
         if _unknown_in(meta_args) or _unknown_in(meta_kwargs):
             return _UNKNOWN
         meta_kwargs = _meta_device_kwargs(meta_kwargs)
