@@ -210,3 +210,29 @@ def test_control_characters_from_model_messages_are_escaped(tmp_path):
     data = report(cli(root))
     (finding,) = [f for f in data["findings"] if f["target"] == "loud.py::Loud"]
     assert "\x1b]0;pwned\x07" in finding["message"]  # JSON keeps the message exact
+
+
+def test_cache_dir_that_exists_is_never_rewritten_and_results_are_private(tmp_path):
+    root = tmp_path / "ws"
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    (shared / ".gitignore").write_text("keep-me\n")
+    shared.chmod(0o775)
+    write_tree(root, {"pyproject.toml": f"[tool.fxscope]\ncache-dir = {str(shared)!r}\n",
+                      "healthy.py": HEALTHY})
+    first = report(cli(root))
+    assert first["targets"][0]["status"] == "traced"
+    assert (shared / ".gitignore").read_text() == "keep-me\n"
+    assert shared.stat().st_mode & 0o777 == 0o775
+    owned = shared / "fxscope"
+    assert (owned / "results.sqlite3").is_file() and (owned / "CACHEDIR.TAG").is_file()
+    for name in ("results.sqlite3", "worker.log"):
+        assert (owned / name).stat().st_mode & 0o077 == 0, name
+    assert report(cli(root))["targets"][0]["cached"] is True
+
+    default = tmp_path / "ws2"
+    write_tree(default, {"pyproject.toml": "[tool.fxscope]\n", "healthy.py": HEALTHY})
+    report(cli(default))
+    cache = default / ".fxscope_cache"
+    assert (cache / "results.sqlite3").is_file() and (cache / ".gitignore").read_text() == "*\n"
+    assert (cache / "results.sqlite3").stat().st_mode & 0o077 == 0

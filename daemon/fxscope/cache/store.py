@@ -17,7 +17,9 @@ import contextlib
 import json
 import logging
 import os
+import shutil
 import sqlite3
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -33,7 +35,8 @@ except ImportError:  # pragma: no cover - not on POSIX
 
 from .hashing import hash_json
 
-__all__ = ["DB_NAME", "SCHEMA_VERSION", "CacheHit", "CacheStats", "FileStat", "ResultCache"]
+__all__ = ["DB_NAME", "SCHEMA_VERSION", "CacheHit", "CacheStats", "FileStat", "ResultCache",
+           "claim_directory"]
 
 SCHEMA_VERSION = 2
 DB_NAME = "results.sqlite3"
@@ -43,6 +46,12 @@ _BUSY_RETRY_S = 60.0  # and we retry "database is locked" that escapes the busy 
 _MAX_FAILURES = 3  # non-busy errors per operation before it gives up and degrades
 _SQLITE_BUSY, _SQLITE_LOCKED, _SQLITE_CORRUPT, _SQLITE_NOTADB = 5, 6, 11, 26
 _CORRUPT_MESSAGES = ("file is not a database", "malformed", "file is encrypted")
+#: Marks a directory fxscope created (and so may fill, ignore in git and restrict); the standard
+#: cache-directory tag, so backup tools skip it too.
+MARKER_NAME = "CACHEDIR.TAG"
+_MARKER = ("Signature: 8a477f597d28d172789f06886806bc55\n"
+           "# fxscope's result cache, created by fxscope: safe to delete.\n")
+SUBDIR_NAME = "fxscope"  # what fxscope owns inside a cache-dir it did not create
 
 _SCHEMA = (
     "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
@@ -414,8 +423,9 @@ class ResultCache:
                 return self._conn
             self._disconnect()  # the file was replaced or removed (e.g. rebuilt by another process)
         with contextlib.suppress(OSError):
-            self.directory.mkdir(parents=True, exist_ok=True)
+            self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
             _write_gitignore(self.directory)
+        _private_file(self.path)
         with _file_lock(self._lock_path, exclusive=False):
             conn = sqlite3.connect(
                 str(self.path),
@@ -562,7 +572,7 @@ def _file_lock(path: Path, exclusive: bool) -> Iterator[None]:
     fd = -1
     if fcntl is not None:
         try:
-            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
             fcntl.flock(fd, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
         except OSError:
             pass
@@ -582,9 +592,60 @@ def _identity(path: Path) -> tuple[int, int] | None:
 
 
 def _write_gitignore(directory: Path) -> None:
+    """``*`` in the ``.gitignore`` of a directory fxscope owns, unless one is there already."""
     gitignore = directory / ".gitignore"
-    if not gitignore.is_file() or gitignore.read_text() != "*\n":
+    if not gitignore.exists():
         gitignore.write_text("*\n")
+
+
+def _private_file(path: Path) -> None:
+    """Create ``path`` readable by its owner only (results hold model output; SQLite gives its
+    WAL and shared-memory files the same mode), or restrict it if fxscope made it wider."""
+    with contextlib.suppress(OSError):
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            if os.fstat(fd).st_mode & 0o077:
+                os.fchmod(fd, 0o600)
+        finally:
+            os.close(fd)
+
+
+def _marked(directory: Path) -> bool:
+    """Whether fxscope made ``directory`` (its tag, or a database of an older fxscope)."""
+    return (directory / MARKER_NAME).is_file() or (directory / DB_NAME).is_file()
+
+
+def claim_directory(directory: Path) -> Path:
+    """The directory fxscope may own for a configured cache directory: ``directory`` itself when
+    fxscope creates it now (atomically, with its tag) or created it before; otherwise (an existing
+    directory of the user's) its ``fxscope/`` sub-directory, so nothing fxscope did not create is
+    ever rewritten or chmod-ed. Where nothing can be created, ``directory`` as is.
+
+    >>> import tempfile
+    >>> mine = Path(tempfile.mkdtemp())
+    >>> claim_directory(mine) == mine / SUBDIR_NAME, claim_directory(mine / "new") == mine / "new"
+    (True, True)
+    """
+    directory = Path(directory)
+    if not directory.exists() and not directory.is_symlink():
+        try:
+            directory.parent.mkdir(parents=True, exist_ok=True)
+            staging = Path(tempfile.mkdtemp(prefix=f".{directory.name}.", dir=directory.parent))
+        except OSError:
+            return directory  # read-only: the cache degrades to misses
+        try:
+            (staging / MARKER_NAME).write_text(_MARKER)
+            os.rename(staging, directory)  # fails when another process just made it
+        except OSError:
+            shutil.rmtree(staging, ignore_errors=True)
+    if not directory.is_dir() or _marked(directory):
+        return directory
+    owned = directory / SUBDIR_NAME
+    if not owned.exists():
+        with contextlib.suppress(OSError):
+            owned.mkdir(mode=0o700)
+            (owned / MARKER_NAME).write_text(_MARKER)
+    return owned
 
 
 def _load_dict(text: str) -> dict[str, Any] | None:

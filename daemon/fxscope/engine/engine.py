@@ -25,7 +25,7 @@ from typing import Any, Callable, Iterable, Union
 
 from fxscope import __version__
 from fxscope.errors import CheckInterrupted, WorkerStartError
-from fxscope.cache import FileHasher, ResultCache, hash_json, hash_text
+from fxscope.cache import FileHasher, ResultCache, claim_directory, hash_json, hash_text
 from fxscope.engine.faults import fault_result, is_cacheable_fault, is_fault_body
 from fxscope.engine.payload import payload_problem
 from fxscope.engine.results import TargetResult, relativize, skipped_result
@@ -107,7 +107,8 @@ class Engine:
         self.config = config or load_config(self.root)
         self.on_warning = on_warning or (lambda msg: None)
         directory = cache_dir or self.config.cache_dir or self.root / ".fxscope_cache"
-        self.cache = ResultCache(Path(directory), on_warning=self.on_warning)
+        # a cache-dir that fxscope did not create gets an fxscope/ sub-directory of its own
+        self.cache = ResultCache(claim_directory(Path(directory)), on_warning=self.on_warning)
         self.hasher = FileHasher(self.root)
         # recorded file signatures and the last discovery: an unchanged check re-reads nothing
         self.state = WorkspaceState(self.config, self.cache, self.hasher)
