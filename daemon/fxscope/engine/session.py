@@ -37,6 +37,7 @@ from fxscope.cache import hash_json
 from fxscope.engine.engine import Engine
 from fxscope.engine.engine import _drop_covered_skips as drop_covered_skips  # same package
 from fxscope.engine.results import TargetResult
+from fxscope.errors import CheckError
 from fxscope.model import ClassSummary, Finding, GraphView, NodeInfo, Snapshot
 from fxscope.project.config import Config, ConfigError, load_config
 from fxscope.project.discovery import Discovery, Target, discover
@@ -243,6 +244,7 @@ class Workspace:
         self._worker_state = "idle"
         self._checks = 0
         self._closed = False
+        self._round_error: Exception | None = None
         # store
         self._results: dict[str, _Stored] = {}
         self._by_file: dict[str, dict[str, list[dict[str, Any]]]] = {}  # rel -> target -> findings
@@ -285,12 +287,20 @@ class Workspace:
             self._pending_all = True
             self._requested_all()
         if warm and self.settings.enabled:
-            threading.Thread(target=self._warm, name="fxscope-warm", daemon=True).start()
+            self.warm()
         self._flush()
+
+    def warm(self, *, wait: bool = False) -> None:
+        """Start the worker zygote now (in the background unless ``wait``), so the first trace
+        does not wait for torch; ``status().worker`` is ``starting`` until it is ready."""
+        self._worker_state = "starting"
+        if wait:
+            self._warm()
+        else:
+            threading.Thread(target=self._warm, name="fxscope-warm", daemon=True).start()
 
     def _warm(self) -> None:
         engine = self._engine
-        self._worker_state = "starting"
         try:
             engine.pool.ensure_started(timeout=120)
         except Exception as exc:  # noqa: BLE001 - reported by status(); the next job retries
@@ -540,7 +550,7 @@ class Workspace:
         return st.generation if st is not None else -1
 
     def _round(self, engine: Engine, targets: list[Target], snapshot: Snapshot, discovery: Discovery,
-               use_cache: bool) -> None:
+               use_cache: bool, retry_faults: bool = False) -> None:
         gen = snapshot.generation
 
         def stale(t: Target) -> bool:
@@ -562,10 +572,12 @@ class Workspace:
             with self._lock:
                 self._checks += 1
             engine.run(targets, overlays=snapshot, discovery=discovery, on_result=on_result,
-                       cancel=stale, use_cache=use_cache, on_cancelled=finished)
+                       cancel=stale, use_cache=use_cache, on_cancelled=finished, retry_faults=retry_faults)
         except Exception as exc:  # noqa: BLE001 - a broken round must not kill the session
             if not self._closed:
-                self._warn(f"checking failed: {type(exc).__name__}: {exc}")
+                self._round_error = exc
+                self._warn(str(exc) if isinstance(exc, CheckError) else
+                           f"checking failed: {type(exc).__name__}: {exc}")
         finally:
             with self._lock:
                 for t in targets:
@@ -681,13 +693,18 @@ class Workspace:
         with self._lock:
             return [st.result for _, st in sorted(self._results.items())]
 
-    def report(self, paths: Iterable[Path] | None = None) -> dict[str, Any]:
-        """The version-1 report of the stored results (of the targets under ``paths``), as
-        ``fxscope check --format json`` prints it (suppressions are the caller's to apply)."""
+    def report(self, paths: Iterable[Path] | None = None, *, target_ids: Iterable[str] | None = None,
+               graphs: bool = False, duration_ms: float | None = None) -> dict[str, Any]:
+        """The version-1 report of the stored results (of the targets under ``paths``, or with
+        ``target_ids``), as ``fxscope check --format json`` prints it (suppressions are the
+        caller's to apply)."""
         with self._lock:
             discovery = self._discovery
             results = self.results()
-            duration = self._last_duration_ms or 0.0
+            duration = duration_ms if duration_ms is not None else (self._last_duration_ms or 0.0)
+        if target_ids is not None:
+            wanted = set(target_ids)
+            results = [r for r in results if r.target.id in wanted]
         if paths is not None:
             rels = [self._rel(p) for p in paths]
             results = [r for r in results if any(_under(r.target.file, rel) for rel in rels)]
@@ -697,7 +714,7 @@ class Workspace:
         torch_version = next((r.body["torch"] for r in results if r.body.get("torch")),
                              self._engine.torch_version)
         return build_report(str(self.root), torch_version, drop_covered_skips(results),
-                            file_errors=errors, duration_ms=duration)
+                            file_errors=errors, graphs=graphs, duration_ms=duration)
 
     # -- queries (memory only, no torch) ---------------------------------------------------------
     def findings_for(self, path: Path) -> FileFindings:
@@ -848,50 +865,61 @@ class Workspace:
     # -- commands --------------------------------------------------------------------------------
     def retrace(self, paths: Iterable[Path] | None = None) -> None:
         """Re-run the targets under ``paths`` (all when None), faults included, ignoring the cache."""
+        self._run_now(paths, None, use_cache=False)
+
+    def _run_now(self, paths: Iterable[Path] | None, shard: tuple[int, int] | None, *, use_cache: bool,
+                 retry_faults: bool = False) -> list[Target]:
+        """Start a round for the targets under ``paths`` (and in ``shard``) now, no debounce."""
         with self._lock:
             self._check_open()
             snapshot = self._snapshot
             discovery = self._discover(snapshot)
             self._discovery = discovery
-            targets = discovery.targets
-            if paths is not None:
-                rels = [self._rel(self._key(p)) for p in paths]
-                targets = [t for t in targets if any(_under(t.file, r) for r in rels)]
+            self._forget(set(self._results) - {t.id for t in discovery.targets})
+            targets = self._engine.select(discovery, [Path(p) for p in paths] if paths is not None else None,
+                                          shard=shard)
             self._generation += 1
             self._snapshot = snapshot = Snapshot(self._generation, snapshot.texts, snapshot.versions)
             for t in targets:
                 self._requested[t.id] = snapshot.generation
                 self._running[t.id] = snapshot.generation
             if not targets:
-                return
+                return []
             self._rounds += 1
             if self._round_started is None:
                 self._round_started = time.perf_counter()
                 self._round_total = self._round_done = 0
             self._round_total += len(targets)
             engine = self._engine
-        threading.Thread(target=self._round, args=(engine, list(targets), snapshot, discovery, False),
-                         name="fxscope-retrace", daemon=True).start()
+        threading.Thread(target=self._round, args=(engine, list(targets), snapshot, discovery, use_cache,
+                                                   retry_faults),
+                         name="fxscope-round", daemon=True).start()
+        return targets
 
-    def check(self, paths: Iterable[Path] | None = None, *, use_cache: bool = True,
+    def check(self, paths: Iterable[Path] | None = None, *, graphs: bool = False,
+              shard: tuple[int, int] | None = None, use_cache: bool = True, retry_faults: bool = False,
               timeout: float | None = None) -> dict[str, Any]:
-        """Bring every target under ``paths`` up to date now (the config re-read first) and return
-        the report of them, as ``fxscope check`` does; for request/response front ends (the socket
-        daemon). Raises ConfigError when ``pyproject.toml`` is invalid."""
+        """Bring the targets under ``paths`` (and in ``shard``) up to date now, the config and the
+        file list re-read first, and return their version-1 report, as ``fxscope check`` does; for
+        request/response front ends (the socket daemon). Raises ConfigError when
+        ``pyproject.toml`` is invalid and CheckError when the check could not complete."""
         error = self.reload_config()
         if error is not None:
             raise ConfigError(error)
+        paths = list(paths) if paths is not None else None
         with self._lock:
             self._files = None  # a batch check sees files created since (no watcher is assumed)
-        if use_cache:
-            with self._lock:
-                self._pending_all = True
-                self._requested_all()
-            self._flush()
-        else:
-            self.retrace(paths)
-        self.wait_idle(timeout)
-        return self.report(paths)
+            self._round_error = None
+        started = time.perf_counter()
+        targets = self._run_now(paths, shard, use_cache=use_cache, retry_faults=retry_faults)
+        if not self.wait_idle(timeout):
+            raise CheckError(f"the check did not finish within {timeout:g} s")
+        with self._lock:
+            failed, self._round_error = self._round_error, None
+        if failed is not None:
+            raise failed
+        return self.report(paths, target_ids=[t.id for t in targets], graphs=graphs,
+                           duration_ms=(time.perf_counter() - started) * 1000)
 
     def clear_cache(self) -> None:
         """Empty the result cache (the in-memory results stay until re-traced)."""
