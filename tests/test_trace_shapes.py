@@ -479,3 +479,18 @@ def test_shape_aware_tracer_docstring_api() -> None:
     graph = tracer.trace(model_class("shapes_control", "LenScale")())
     assert [f.code for f in tracer.findings.items()] == ["FXS501"]
     assert [n.meta.get("fxscope_shape") for n in graph.nodes if n.op == "placeholder"] == [(4, 2)]
+
+
+def test_hover_shows_shape_per_instance() -> None:
+    from fxscope.lsp.hover import nodes_markdown
+    from fxscope.model import NodeInfo
+
+    def node(scope: str, shape: tuple[int, ...]) -> NodeInfo:
+        return NodeInfo("add_3", "call_function", "operator.add", scope, "m.Block", shape=shape, dtype="f32",
+                        target_id="m.py::Net")
+
+    text = nodes_markdown([node("blocks.0", (2, 16, 64)), node("blocks.1", (2, 16, 64)),
+                           node("blocks.2", (2, 8, 64))], markdown=False)
+    assert text is not None
+    assert text.count("f32[2, 16, 64]") == 1 and text.count("f32[2, 8, 64]") == 1  # two groups
+    assert "× 2" in text

@@ -84,7 +84,7 @@ def nodes_markdown(nodes: Sequence["NodeInfo"], markdown: bool = True, owner: st
         groups: "OrderedDict[tuple, list[tuple[str, list[NodeInfo]]]]" = OrderedDict()
         for inst, members in instances.items():
             kind = _short(owner or types_of.get((target_id, inst), "") or "?")
-            signature = (kind, tuple((m.op, _relative_target(m, inst)) for m in members))
+            signature = (kind, tuple((m.op, _relative_target(m, inst), m.shape, m.dtype) for m in members))
             groups.setdefault(signature, []).append((inst, members))
         for (kind, _), members in groups.items():
             label = f"{instance_pattern([s for s, _ in members])}: {kind}"
@@ -96,7 +96,8 @@ def nodes_markdown(nodes: Sequence["NodeInfo"], markdown: bool = True, owner: st
             width_name = max(len(r.name) for r in shown)
             width_op = max(len(r.op) for r in shown)
             body = [f"{r.name:<{width_name}}  {r.op:<{width_op}}  {_relative_target(r, inst)}"
-                    + (f"  {list(r.shape)}" if r.shape is not None else "") for r in shown]
+                    + (f"  {r.dtype or '?'}[{', '.join(map(str, r.shape))}]" if r.shape is not None else "")
+                    for r in shown]
             if len(rows) > MAX_NODES:
                 body.append(f"… {len(rows) - MAX_NODES} more")
             out.append("```text\n" + "\n".join(body) + "\n```" if markdown else "\n".join(body))
