@@ -1,4 +1,4 @@
-"""``fxscope`` command line: ``check``, ``graph``, ``daemon`` and ``serve``.
+"""``fxscope`` command line: ``check``, ``graph``, ``watch``, ``daemon`` and ``serve``.
 
 Exit codes: 0 nothing at or above ``--fail-on``; 1 findings; 2 usage or configuration error.
 """

@@ -38,6 +38,8 @@ __all__ = ["hidden_info_lines", "render", "summary_line"]
 MAX_SCOPES = 5
 
 _STATUSES = ("traced", "partial", "failed", "error", "skipped")
+#: Target statuses as the summary names them: "error" is a severity there, not a status.
+_STATUS_LABEL = {"error": "could not run"}
 _SEVERITY_STYLE = {"error": "1;31", "warning": "1;33", "info": "1;36", "hint": "1;36"}
 _PLURAL = {"error": "errors", "warning": "warnings", "info": "info", "hint": "hints"}
 
@@ -196,7 +198,7 @@ def _targets_phrase(summary: dict[str, Any]) -> str:
     if by_status and list(by_status) == ["traced"] and by_status["traced"] == total:
         core, parts = f"{total} {noun} traced", []
     else:
-        core, parts = f"{total} {noun}", [f"{by_status[s]} {s}" for s in order]
+        core, parts = f"{total} {noun}", [f"{by_status[s]} {_STATUS_LABEL.get(s, s)}" for s in order]
     extra = ", ".join(parts)
     if cached:
         extra = f"{extra}; {cached} cached" if extra else f"{cached} cached"
@@ -227,7 +229,9 @@ def summary_line(report: dict[str, Any], *, color: bool = False) -> str:
         _count(counts[s], s, _PLURAL[s]) for s in SEVERITIES if counts.get(s)
     )
     worst = next(s for s in SEVERITIES if counts.get(s))
-    hit = len({f["target"] for f in findings})
+    hit = len({t for f in findings
+               for t in [*(f.get("targets") or [f["target"]]), *(s.get("target") for s in f.get("scopes") or ())]
+               if t})  # every target that saw a finding, merged ones included
     head = style(f"Found {found}", _SEVERITY_STYLE[worst])
     return f"{head} in {hit} of {_targets_phrase(summary)}{tail}"
 
