@@ -16,7 +16,12 @@ Then a workspace whose one target hangs (an idle `time.sleep` loop) next to a fe
 cold check pays its timeout once; an unchanged re-check answers from the cache (budget 0.5 s),
 `--retry-faults` pays it again.
 
+Last, the Workspace session (the language server's core) on N = 200 targets: the re-check time
+after one edit through its scheduler (debounce 0; only the edited file is parsed again, no
+re-walk) and a warm hover query answered from its store.
+
 Usage: python benchmarks/check_scaling.py [--sizes 10,200,1000] [--naive-sample 20] [--repeat 5]
+       [--session-size 200]
 """
 
 from __future__ import annotations
@@ -229,12 +234,73 @@ def run_size(base: Path, n: int, sample: int, repeat: int) -> dict:
     }
 
 
+# Runs a Workspace (the session the language server, `watch` and the daemon share) in its own
+# process: loads the cached results, then edits one file N times through the scheduler and times
+# each re-check until its findings are stored; then times hover queries from the store.
+SESSION = textwrap.dedent(r"""
+    import json, statistics, sys, time
+    from pathlib import Path
+    from fxscope.engine.session import SessionSettings, Workspace
+    from fxscope.project import _summary
+    root, repeat = Path(sys.argv[1]), int(sys.argv[2])
+    ws = Workspace(root, settings=SessionSettings(debounce_s=0.0))
+    t0 = time.perf_counter()
+    ws.start()
+    assert ws.wait_idle(3600)
+    start = time.perf_counter() - t0
+    path = root / "model_002.py"
+    disk = path.read_text()
+    ws.open(path, 1, disk)
+    edits, parses = [], []
+    for k in range(repeat):
+        text = disk.replace("        x = torch.relu(self.inp(x))\n",
+                            "        x = torch.relu(self.inp(x))\n        if x.sum() > %d:\n            x = -x\n" % k)
+        before = _summary.cache_stats()["parses"]
+        t0 = time.perf_counter()
+        ws.change(path, k + 2, text)
+        assert ws.wait_idle(600)
+        found = ws.findings_for(path)
+        edits.append(time.perf_counter() - t0)
+        parses.append(_summary.cache_stats()["parses"] - before)
+        assert found.version == k + 2 and any(f.code == "FXS101" for f in found.findings), found
+    line = next(i for i, t in enumerate(disk.splitlines(), 1) if "self.hidden(x)" in t)
+    ws.close(path)
+    ws.wait_idle(600)
+    hovers = []
+    for _ in range(200):
+        t0 = time.perf_counter()
+        nodes = ws.nodes_at(path, line)
+        ws.classes_in(path)
+        hovers.append(time.perf_counter() - t0)
+    assert nodes, "no node on the hovered line"
+    status = ws.status()
+    ws.close()
+    print(json.dumps({"start": start, "edit": statistics.median(edits), "edit_max": max(edits),
+                      "parses": max(parses), "hover": statistics.median(hovers), "hover_max": max(hovers),
+                      "targets": status.total, "torch": "torch" in sys.modules}))
+""")
+
+
+def run_session(base: Path, n: int, repeat: int) -> dict:
+    """Figures of the Workspace on an N-target workspace (reusing a checked one when present)."""
+    root = base / f"ws{n}"
+    if not root.exists():
+        write_workspace(root, n)
+    proc = subprocess.run([sys.executable, "-c", SESSION, str(root), str(repeat)], env=env(),
+                          capture_output=True, text=True, timeout=7200)
+    if proc.returncode != 0:
+        raise RuntimeError(f"session benchmark failed: {proc.stderr[-2000:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="10,200,1000")
     parser.add_argument("--naive-sample", type=int, default=20)
     parser.add_argument("--repeat", type=int, default=5, help="runs of each cached check (median)")
     parser.add_argument("--keep", action="store_true", help="keep the generated workspaces")
+    parser.add_argument("--session-size", type=int, default=200,
+                        help="targets of the Workspace session figures (0 skips them)")
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
 
@@ -280,6 +346,14 @@ def main() -> int:
               f"{h['unchanged_max']:.3f} s; budget {CACHED_BUDGET_S} s: {'ok' if within else 'OVER'}; "
               f"all cached: {h['all_cached']})")
         print(f"  check --retry-faults      {h['retried']:8.2f} s   ({h['retraced']} target re-traced)")
+        if args.session_size:
+            w = run_session(base, args.session_size, args.repeat)
+            print(f"\nWorkspace session (the language server's core), N = {w['targets']} targets")
+            print(f"  start, results loaded     {w['start']:8.2f} s   (from the cache when checked above)")
+            print(f"  re-check after one edit   {w['edit']:8.3f} s   (median of {args.repeat}, max "
+                  f"{w['edit_max']:.3f} s; debounce 0; files parsed per edit: {w['parses']}, no re-walk)")
+            print(f"  hover query (warm)        {w['hover'] * 1000:8.3f} ms  (nodes_at + classes_in, median "
+                  f"of 200, max {w['hover_max'] * 1000:.3f} ms; torch in the session process: {w['torch']})")
     finally:
         if not args.keep:
             shutil.rmtree(base, ignore_errors=True)
