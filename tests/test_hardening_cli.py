@@ -236,3 +236,47 @@ def test_cache_dir_that_exists_is_never_rewritten_and_results_are_private(tmp_pa
     cache = default / ".fxscope_cache"
     assert (cache / "results.sqlite3").is_file() and (cache / ".gitignore").read_text() == "*\n"
     assert (cache / "results.sqlite3").stat().st_mode & 0o077 == 0
+
+
+def test_pseudo_files_are_never_finding_locations_and_factories_fall_back_to_pyproject(tmp_path):
+    root = tmp_path / "ws"
+    write_tree(root, {
+        "pyproject.toml": """
+            [tool.fxscope]
+            memory-limit-mb = 2048
+
+            [tool.fxscope.targets.first]
+            factory = "json:loads"
+
+            [tool.fxscope.targets.second]
+            factory = "json:dumps"
+            """,
+        "evals.py": """
+            from torch import nn
+
+
+            class Evals(nn.Module):
+                def forward(self, x):
+                    return eval("int(x.sum())", {"x": x})  # MARK eval
+            """,
+    })
+    data = report(cli(root))
+    (evals,) = [f for f in data["findings"] if f["target"] == "evals.py::Evals"]
+    assert evals["file"] == "evals.py" and evals["line"] == 6, evals
+    assert not any("<" in f["file"] for f in data["findings"])
+    factory = {t: [f for f in data["findings"] if t in (f.get("targets") or [f["target"]])]
+               for t in ("first", "second")}
+    assert [f["line"] for f in factory["first"]] == [4] and [f["line"] for f in factory["second"]] == [7]
+    assert all(f["file"] == "pyproject.toml" for fs in factory.values() for f in fs)
+    assert "loads" in factory["first"][0]["message"] and "dumps" in factory["second"][0]["message"]
+
+
+@pytest.mark.parametrize("value", ["0", "100", "99999999999", '"lots"'])
+def test_memory_limit_out_of_range_is_one_config_error(tmp_path, value):
+    root = tmp_path / "ws"
+    write_tree(root, {"pyproject.toml": f"[tool.fxscope]\nmemory-limit-mb = {value}\n",
+                      "healthy.py": HEALTHY})
+    proc = cli(root)
+    assert proc.returncode == 2 and proc.stdout == ""
+    (line,) = proc.stderr.strip().splitlines()
+    assert "memory-limit-mb" in line and "pyproject.toml" in line

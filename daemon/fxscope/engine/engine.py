@@ -30,7 +30,7 @@ from fxscope.engine.faults import fault_result, is_cacheable_fault, is_fault_bod
 from fxscope.engine.payload import payload_problem
 from fxscope.engine.results import TargetResult, relativize, skipped_result
 from fxscope.engine.workspace_state import WorkspaceState
-from fxscope.project.config import Config, load_config
+from fxscope.project.config import Config, load_config, target_line
 from fxscope.model import Snapshot
 from fxscope.project.discovery import Discovery, Target, discover
 
@@ -228,7 +228,16 @@ class Engine:
             "timeout": self.config.timeout,
             "memory_limit_mb": self.config.memory_limit_mb,
             "sys_path": [str(p) for p in self.config.python_path],
+            "fallback": self._fallback(target),
         }
+
+    def _fallback(self, t: Target) -> dict[str, Any]:
+        """Where a target's finding goes when no workspace frame is involved: its class line, or
+        (a factory outside the workspace) its table in ``pyproject.toml``; never a directory."""
+        if t.file:
+            return {"file": str(self.root / t.file), "line": max(t.line, 1)}
+        source = self.config.source or self.root / "pyproject.toml"
+        return {"file": str(source), "line": target_line(self.config, t.id)}
 
     def _static_deps(self, target: Target, discovery: Discovery | None,
                      digests: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -382,7 +391,7 @@ class Engine:
                          digests: Mapping[str, str] | None = None,
                          preload_deps: Mapping[str, str] | None = None) -> TargetResult:
         duration = getattr(handle, "duration_ms", None) or (time.perf_counter() - start) * 1000
-        fallback = {"file": str(self.root / t.file) if t.file else str(self.root), "line": max(t.line, 1)}
+        fallback = self._fallback(t)
         if "fault" in raw:
             body = fault_result(raw, fallback, str(self.root))
             deps = self._static_deps(t, discovery, digests)

@@ -19,7 +19,10 @@ __all__ = ["fault_result", "is_cacheable_fault", "is_fault_body"]
 def _innermost_user_frame(frames: list[dict[str, Any]], root: str) -> dict[str, Any] | None:
     prefix = os.path.abspath(root).rstrip(os.sep) + os.sep
     for frame in reversed(frames or []):
-        f = os.path.abspath(str(frame.get("file", "")))
+        name = str(frame.get("file", ""))
+        if name.startswith("<") and name.endswith(">"):
+            continue  # <frozen importlib._bootstrap>, <string>: no file, never a location
+        f = os.path.abspath(name)
         if f.startswith(prefix) and f"{os.sep}site-packages{os.sep}" not in f and frame.get("line"):
             return {"file": f, "line": int(frame["line"])}
     return None

@@ -51,6 +51,7 @@ DEFAULT_EXCLUDE: tuple[str, ...] = (
 
 _DEVICES = ("meta", "cpu")
 _MIN_MEMORY_MB = 256
+_MAX_MEMORY_MB = 1 << 24  # 16 TiB: a larger address-space limit overflows setrlimit
 _TABLE = "[tool.fxscope]"
 _IDENT = r"[A-Za-z_][A-Za-z0-9_]*"
 _DOTTED_RE = re.compile(rf"{_IDENT}(?:\.{_IDENT})*\Z")
@@ -271,7 +272,7 @@ def _build(root: Path, source: Path | None, table: dict[str, Any], text: str) ->
     if device not in _DEVICES:
         raise fail("device", f"{_TABLE} 'device' must be 'meta' or 'cpu', got {_describe(device)}")
     workers = get.integer("workers", None, minimum=1)
-    memory = get.integer("memory-limit-mb", 4096, minimum=_MIN_MEMORY_MB)
+    memory = get.integer("memory-limit-mb", 4096, minimum=_MIN_MEMORY_MB, maximum=_MAX_MEMORY_MB)
     cache_dir = None
     if "cache-dir" in table:
         value = table["cache-dir"]
@@ -320,7 +321,7 @@ class _Getter:
             raise self.fail(key, f"{_TABLE} '{key}' must be a positive number of seconds, got {value!r}")
         return float(value)
 
-    def integer(self, key: str, default: int | None, *, minimum: int) -> Any:
+    def integer(self, key: str, default: int | None, *, minimum: int, maximum: int | None = None) -> Any:
         if key not in self.table:
             return default
         value = self.table[key]
@@ -328,6 +329,8 @@ class _Getter:
             raise self.fail(key, f"{_TABLE} '{key}' must be an integer, got {_describe(value)}")
         if value < minimum:
             raise self.fail(key, f"{_TABLE} '{key}' must be >= {minimum}, got {value}")
+        if maximum is not None and value > maximum:
+            raise self.fail(key, f"{_TABLE} '{key}' must be <= {maximum}, got {value}")
         return value
 
 
@@ -479,6 +482,18 @@ def _norm_header(raw: str) -> str:
             current += char
     parts.append(current.strip())
     return ".".join(parts)
+
+
+def target_line(config: Config, name: str) -> int:
+    """1-based line of the ``[tool.fxscope.targets.<name>]`` table in ``config.source`` (else of
+    ``[tool.fxscope]``, else 1): where a target's findings go when no workspace code is involved."""
+    if config.source is None:
+        return 1
+    try:
+        text = Path(config.source).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return 1
+    return _key_line(text, "tool.fxscope.targets", name) or _key_line(text, "tool", "fxscope") or 1
 
 
 def _key_line(text: str, section: str, key: str) -> int | None:

@@ -146,7 +146,10 @@ class FrameClassifier:
 
     def _classify(self, filename: str) -> int:
         if filename.startswith("<"):
-            # Interactive and doctest code is the user's; generated code (fx's eval) is not.
+            # Interactive and doctest code is the user's; generated code (fx's eval) is not. With
+            # a workspace (an is_user_file rule), no pseudo-file is: its caller is the location.
+            if self.is_user_file is not default_is_user_file:
+                return INTERNAL
             return USER if filename.startswith(("<doctest", "<stdin>", "<string>")) else INTERNAL
         path = os.path.abspath(filename)
         # Recomputed per new file (rare): numpy may be imported after this classifier was made.

@@ -36,12 +36,20 @@ __all__ = ["absent_candidates", "run_trace_job", "user_file_predicate", "warm_up
 
 def user_file_predicate(root: str, excluded: tuple[str, ...] = (
         ".venv", "venv", "site-packages", "dist-packages", "node_modules", ".tox", ".nox")) -> Callable[[str], bool]:
-    """Files under ``root`` and outside virtualenv-like directories."""
+    """Files under ``root`` and outside virtualenv-like directories. Pseudo-files
+    (``<frozen importlib._bootstrap>``, ``<string>``), which ``abspath`` turns into a path under
+    the working directory, are never workspace files.
+
+    >>> is_user = user_file_predicate("/ws")
+    >>> is_user("/ws/m.py"), is_user("/ws/<frozen importlib._bootstrap>"), is_user("/ws/.venv/x.py")
+    (True, False, False)
+    """
     prefix = os.path.abspath(root).rstrip(os.sep) + os.sep
     parts = tuple(f"{os.sep}{d}{os.sep}" for d in excluded)
 
     def is_user_file(path: str) -> bool:
-        return path.startswith(prefix) and not any(p in path[len(prefix) - 1:] for p in parts)
+        return (path.startswith(prefix) and not any(p in path[len(prefix) - 1:] for p in parts)
+                and not (path.endswith(">") and f"{os.sep}<" in path))
 
     return is_user_file
 
@@ -226,7 +234,7 @@ def run_trace_job(job: dict[str, Any]) -> dict[str, Any]:
             sys.path.insert(0, str(p))
     is_user_file = user_file_predicate(root)
     target_file = os.path.join(root, target["file"]) if target.get("file") else root
-    fallback = {"file": target_file, "line": target.get("line") or 1}
+    fallback = job.get("fallback") or {"file": target_file, "line": target.get("line") or 1}
     result: dict[str, Any] = {"torch": torch.__version__, "warnings": []}
 
     def finish(body: dict[str, Any], error: BaseException | None = None) -> dict[str, Any]:
