@@ -79,6 +79,11 @@
       (fxscope-test--put 'disabled_backends
                          (mapcar (lambda (f) (format "%s" f)) (flymake-disabled-backends)))
       (fxscope-test--put 'diagnostics (vconcat (mapcar #'fxscope-test--diagnostic diags)))
+      (unless diags
+        (let ((log (get-buffer "*Flymake log*")))
+          (when log
+            (fxscope-test--put 'flymake_log (with-current-buffer log
+                                              (buffer-string))))))
       (if diags 0 1))))
 
 (let ((code (condition-case err
