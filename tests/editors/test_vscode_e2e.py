@@ -51,7 +51,8 @@ def vsix() -> Path:
     return VSIX
 
 
-def _drive(vsix: Path, workspace: Path, scratch: Path, *, trusted: bool, expect: str) -> dict:
+def _drive(vsix: Path, workspace: Path, scratch: Path, *, trusted: bool, expect: str,
+           python: str = sys.executable) -> dict:
     env = dict(os.environ)
     env.update(
         FXSCOPE_CODE_SERVER=code_server() or "",
@@ -59,7 +60,8 @@ def _drive(vsix: Path, workspace: Path, scratch: Path, *, trusted: bool, expect:
         FXSCOPE_CHROMIUM=find_chromium() or "",
         FXSCOPE_VSIX=str(vsix),
         FXSCOPE_WORKSPACE=str(workspace),
-        FXSCOPE_PYTHON=sys.executable,
+        FXSCOPE_PYTHON=python,
+        FXSCOPE_EXPECT_MISSING="0" if python == sys.executable else "1",
         FXSCOPE_FILE=UNTRACEABLE,
         FXSCOPE_HOVER_LINE=str(QKV_LINE),
         FXSCOPE_HOVER_COLUMN=str(QKV_COLUMN),
@@ -80,7 +82,8 @@ def _drive(vsix: Path, workspace: Path, scratch: Path, *, trusted: bool, expect:
 
 
 def _explain(result: dict) -> str:
-    return json.dumps({k: result.get(k) for k in ("problems", "hover", "status", "errors", "output", "serverLog", "stderr")}, indent=1)[-8000:]
+    keys = ("problems", "hover", "status", "notification", "graph", "errors", "output", "serverLog", "stderr")
+    return json.dumps({k: result.get(k) for k in keys}, indent=1)[-8000:]
 
 
 def test_vsix_in_code_server_shows_diagnostics_and_hover(vsix: Path, tmp_path: Path) -> None:
@@ -102,6 +105,8 @@ def test_vsix_in_code_server_shows_diagnostics_and_hover(vsix: Path, tmp_path: P
     assert graph.get("nodes") == 74 and "zoo/untraceable.py::Transformer" in graph.get("title", ""), _explain(result)
     assert {"blocks.0", "blocks.1"} <= set(graph.get("boxes") or []), _explain(result)
     assert f"Ln {QKV_LINE}," in graph.get("afterClick", ""), _explain(result)
+    # ... and the editor cursor on that line highlights its nodes in both block graphs.
+    assert sorted(graph.get("highlighted") or []) == sorted(["qkv", "chunk", "getitem", "getitem_1", "getitem_2"] * 2), _explain(result)
 
 
 def test_untrusted_workspace_does_not_start_the_server(vsix: Path, tmp_path: Path) -> None:
@@ -109,3 +114,13 @@ def test_untrusted_workspace_does_not_start_the_server(vsix: Path, tmp_path: Pat
     result = _drive(vsix, ws, tmp_path / "untrusted", trusted=False, expect="")
     assert "untrusted" in result["status"], _explain(result)
     assert not any("FXS" in p for p in result["problems"]), _explain(result)
+
+
+def test_interpreter_without_fxscope_says_how_to_install(vsix: Path, tmp_path: Path) -> None:
+    """A virtualenv without fxscope: no server, and the fix (pip install into it) is shown."""
+    venv = tmp_path / "bare"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
+    python = str(venv / "bin" / "python")
+    result = _drive(vsix, copy_examples(tmp_path), tmp_path / "missing", trusted=True, expect="", python=python)
+    assert "not installed" in result["status"], _explain(result)
+    assert f"{python} -m pip install fxscope" in result["notification"], _explain(result)

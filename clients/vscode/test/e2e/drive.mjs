@@ -10,6 +10,7 @@
 //   FXSCOPE_HOVER_COLUMN 1-based column to hover    FXSCOPE_EXPECT        lines the Problems panel must show
 //   FXSCOPE_GRAPH_LINE   1-based line inside the class whose graph to show
 //   FXSCOPE_TRUSTED      "0" to open the folder untrusted (the server must not start)
+//   FXSCOPE_EXPECT_MISSING "1" when FXSCOPE_PYTHON lacks fxscope (expect the install hint)
 //   FXSCOPE_E2E_TMP      scratch directory (profiles, extensions)
 // Prints one JSON object on stdout; progress goes to stderr.
 
@@ -39,6 +40,7 @@ const graphLine = Number(env("FXSCOPE_GRAPH_LINE", "0"));
 // Substrings (one per line) that must each appear in some Problems row before reading on.
 const expected = env("FXSCOPE_EXPECT", "").split("\n").filter(Boolean);
 const trusted = env("FXSCOPE_TRUSTED", "1") !== "0";
+const missingPython = env("FXSCOPE_EXPECT_MISSING", "0") === "1";
 const tmp = env("FXSCOPE_E2E_TMP");
 const timeoutMs = Number(env("FXSCOPE_E2E_TIMEOUT_MS", "240000"));
 
@@ -124,7 +126,7 @@ server.stderr.on("data", (d) => { serverLog += d; });
 
 let browser;
 let currentPage;
-const result = { trusted, problems: [], hover: "", status: "", output: "", errors: [] };
+const result = { trusted, problems: [], hover: "", status: "", notification: "", output: "", errors: [] };
 const deadline = Date.now() + timeoutMs;
 try {
   await waitHttp(`http://127.0.0.1:${port}/healthz`, Date.now() + 60000);
@@ -147,6 +149,15 @@ try {
   await sleep(2000);
 
   const statusText = async () => (await page.locator(".statusbar-item").allInnerTexts()).filter((t) => t.includes("fxscope")).join(" | ");
+  if (missingPython) {
+    // The interpreter lacks fxscope: the status bar and a notification say how to install it.
+    while (Date.now() < deadline && !(result.status = await statusText()).includes("not installed")) await sleep(1000);
+    for (let i = 0; i < 20 && !result.notification.includes("pip install"); i++) {
+      result.notification = (await page.locator(".notifications-toasts .notification-list-item-message").allInnerTexts()).join("\n");
+      await sleep(500);
+    }
+    throw new Done();
+  }
   if (!trusted) {
     // Restricted mode: the extension must say why it does not start, without opening anything.
     while (Date.now() < deadline && !(result.status = await statusText()).includes("untrusted")) await sleep(1000);
@@ -232,6 +243,8 @@ try {
       await node.dispatchEvent("click");
       await sleep(1500);
       result.graph.afterClick = (await page.locator(".statusbar-item").allInnerTexts()).find((t) => /Ln \d+/.test(t)) ?? "";
+      // The cursor is now on that line: the webview highlights the line's nodes.
+      result.graph.highlighted = await graphFrame.locator("g.fxg-node.fxg-hl").evaluateAll((els) => els.map((e) => e.getAttribute("data-node")));
     }
     log("graph:", JSON.stringify(result.graph ?? null));
   }
