@@ -212,6 +212,7 @@ async def test_commands_and_progress(client: LanguageClient, tmp_path):
     (folder,) = status["folders"]
     assert folder["total"] >= 10 and folder["done"] == folder["total"]
     assert status["server"]["diagnostics"] == "push" and status["server"]["encoding"] == "utf-16"
+    assert status["server"]["torch_imported"] is False  # traces run in the worker processes only
     graph = await client.workspace_execute_command_async(types.ExecuteCommandParams(
         command="fxscope.showGraph", arguments=["length.py::Outer", None]))
     assert graph["text"].startswith("graph length.py::Outer (root)") and "middle" in graph["text"]

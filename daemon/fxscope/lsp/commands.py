@@ -13,6 +13,7 @@ graph m.py::Net (root) · traced
 from __future__ import annotations
 
 import logging
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -111,6 +112,7 @@ class Commands:
                         "last_duration_ms": st.last_duration_ms, "worker": st.worker,
                         "config_error": st.config_error, "checks": st.checks, "torch": st.torch})
         return {"server": {"pid": self.ls.pid, "encoding": self.ls.encoder.encoding,
+                           "torch_imported": "torch" in sys.modules,
                            "diagnostics": "pull" if self.ls.diagnostics.pull else "push"},
                 "folders": out}
 
