@@ -6,7 +6,8 @@
 -- Inputs (environment): FXSCOPE_TEST_FILE (file to open), FXSCOPE_TEST_WAIT_FOR (diagnostics to
 -- wait for, "CODE:LNUM,..." with 0-based lines), FXSCOPE_TEST_HOVER_LINE (1-based line to hover,
 -- first non-blank column), FXSCOPE_TEST_GRAPH ("1": also run :FxscopeGraph at the
--- hover line), FXSCOPE_TEST_TIMEOUT (ms per wait), FXSCOPE_TEST_OUT (result path).
+-- hover line), FXSCOPE_TEST_LENS_LINE (1-based class line: wait for its code lens and run it),
+-- FXSCOPE_TEST_TIMEOUT (ms per wait), FXSCOPE_TEST_OUT (result path).
 
 local out_path = assert(os.getenv('FXSCOPE_TEST_OUT'))
 local timeout = tonumber(os.getenv('FXSCOPE_TEST_TIMEOUT') or '120000')
@@ -27,6 +28,30 @@ local function finish(code)
     return #vim.lsp.get_clients() == 0
   end, 50)
   vim.cmd((code == 0) and 'qall!' or ('cquit ' .. code))
+end
+
+--- Run `action`, which should make the plugin write a graph page; the page's path or vim.NIL.
+local function capture_graph(action)
+  local written, failed
+  result.notifications = result.notifications or {}
+  local notify = vim.notify
+  vim.notify = function(msg, level, opts)
+    table.insert(result.notifications, msg)
+    if level == vim.log.levels.ERROR then
+      failed = msg
+    end
+    return notify(msg, level, opts)
+  end
+  vim.g.fxscope_graph_dir = vim.fn.fnamemodify(out_path, ':h')
+  vim.g.fxscope_graph_open = function(path)
+    written = path
+  end
+  action()
+  vim.wait(timeout, function()
+    return written ~= nil or failed ~= nil
+  end, 50)
+  vim.notify = notify
+  return written or vim.NIL
 end
 
 local function run()
@@ -105,27 +130,43 @@ local function run()
     step('hover')
   end
 
-  if os.getenv('FXSCOPE_TEST_GRAPH') == '1' then
-    local written, failed
-    result.notifications = {}
-    local notify = vim.notify
-    vim.notify = function(msg, level, opts)
-      table.insert(result.notifications, msg)
-      if level == vim.log.levels.ERROR then
-        failed = msg
-      end
-      return notify(msg, level, opts)
-    end
-    vim.g.fxscope_graph_dir = vim.fn.fnamemodify(out_path, ':h')
-    vim.g.fxscope_graph_open = function(path)
-      written = path
-    end
-    vim.cmd('FxscopeGraph')
+  -- Code lenses: the plugin refreshes them; running the one at FXSCOPE_TEST_LENS_LINE draws
+  -- its class's graph through the fxscope.showGraph client command.
+  local lens_line = tonumber(os.getenv('FXSCOPE_TEST_LENS_LINE') or '')
+  if lens_line then
+    local lenses
     vim.wait(timeout, function()
-      return written ~= nil or failed ~= nil
-    end, 50)
-    vim.notify = notify
-    result.graph = written or vim.NIL
+      lenses = vim.lsp.codelens.get(buf)
+      for _, lens in ipairs(lenses) do
+        if lens.range.start.line == lens_line - 1 and lens.command then
+          return true
+        end
+      end
+      return false
+    end, 100)
+    result.lenses = {}
+    for _, lens in ipairs(lenses or {}) do
+      table.insert(result.lenses, {
+        line = lens.range.start.line,
+        title = lens.command and lens.command.title or vim.NIL,
+        command = lens.command and lens.command.command or vim.NIL,
+      })
+    end
+    step('lenses')
+    result.lens_graph = capture_graph(function()
+      vim.api.nvim_win_set_cursor(0, { lens_line, 0 })
+      vim.lsp.codelens.run()
+    end)
+    step('lens graph')
+  end
+
+  if os.getenv('FXSCOPE_TEST_GRAPH') == '1' then
+    if hover_line then
+      vim.api.nvim_win_set_cursor(0, { hover_line, 0 })
+    end
+    result.graph = capture_graph(function()
+      vim.cmd('FxscopeGraph')
+    end)
     step('graph')
   end
   return 0

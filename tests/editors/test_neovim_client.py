@@ -96,20 +96,23 @@ def test_readme_setup_shows_diagnostics_and_hover(tmp_path: Path) -> None:
 
 @pytest.mark.editor
 def test_fxscope_graph_command_writes_the_html_graph(tmp_path: Path) -> None:
-    """:FxscopeGraph draws the class under the cursor with the executable of the README's
-    override (a virtualenv's server), the only fxscope the editor can find."""
+    """:FxscopeGraph (the class under the cursor) and the class's code lens draw its graph with
+    the executable of the README's override (a virtualenv's server), the only fxscope the editor
+    can find."""
     require_server()
     ws = copy_examples(tmp_path)
     model = ws / "zoo" / "hazards.py"
     lines = model.read_text().splitlines()
     cursor = lines.index("        y = self.proj(x)") + 1  # inside Normalizer.forward
     clamp_line = next(i for i, text in enumerate(lines) if "clamp_" in text)  # 0-based, FXS201
+    class_line = lines.index("class Normalizer(nn.Module):") + 1
     setup, override = readme_blocks("Neovim", "lua")
     init = user_snippet(setup) + "\n" + override.replace("/path/to/venv", str(VENV_BIN.parent))
     out = tmp_path / "result.json"
     env = editor_env(tmp_path / "home", FXSCOPE_TEST_OUT=str(out), FXSCOPE_TEST_FILE=str(model),
                      FXSCOPE_TEST_WAIT_FOR=f"FXS201:{clamp_line}",
                      FXSCOPE_TEST_HOVER_LINE=str(cursor), FXSCOPE_TEST_GRAPH="1",
+                     FXSCOPE_TEST_LENS_LINE=str(class_line),
                      FXSCOPE_TEST_TIMEOUT=str(WAIT_MS))
     env["PATH"] = os.pathsep.join(p for p in env["PATH"].split(os.pathsep)
                                   if not shutil.which("fxscope", path=p))
@@ -118,7 +121,14 @@ def test_fxscope_graph_command_writes_the_html_graph(tmp_path: Path) -> None:
     assert proc.returncode == 0 and "error" not in result, (result, proc.stderr[-3000:])
     assert result["config_cmd"] == [str(VENV_BIN / "fxscope"), "serve"]
     assert {d["code"] for d in result["diagnostics"]} >= {"FXS201", "FXS301", "FXS302"}
+    # The code lens above the class (kept fresh by the plugin) runs fxscope.showGraph, which the
+    # plugin draws as the same page.
+    lens = [x for x in result["lenses"] if x["line"] == class_line - 1]
+    assert lens and lens[0]["command"] == "fxscope.showGraph", result["lenses"]
+    assert lens[0]["title"].startswith("traced"), lens
+    assert result["lens_graph"] is not None, result.get("notifications")
     assert result["graph"] is not None, result.get("notifications")
+    assert result["lens_graph"] == result["graph"]
     page = Path(result["graph"])
     assert page.parent == tmp_path and page.name == "zoo_hazards.py__Normalizer.html"
     html = page.read_text(encoding="utf-8")

@@ -1,4 +1,5 @@
--- fxscope for Neovim: the :FxscopeGraph command and code lens refresh for the fxscope server.
+-- fxscope for Neovim: the :FxscopeGraph command, and code lenses for the fxscope server (kept
+-- fresh; running one draws that class's graph).
 --
 --   :FxscopeGraph [TARGET] [MODULE]
 --       Writes the FX graph of TARGET (default: the class under the cursor) as one self-contained
@@ -103,27 +104,17 @@ local function open_file(path)
   end
 end
 
---- Write TARGET's graph as HTML and open it.
----@param opts { fargs: string[] }
-local function graph_command(opts)
-  local buf = vim.api.nvim_get_current_buf()
-  local root = workspace_root(buf)
-  local target, module = opts.fargs[1], opts.fargs[2]
-  if not target then
-    local file = vim.api.nvim_buf_get_name(buf)
-    local rel = file ~= '' and relative(root, file) or nil
-    local class = class_at_cursor(buf)
-    if not rel or not class then
-      vim.notify('fxscope: no class under the cursor; use :FxscopeGraph TARGET', vim.log.levels.ERROR)
-      return
-    end
-    target = rel .. '::' .. class
-  end
+--- Write the graph of `target` (a target id; `module` limits it to one module path) in the
+--- workspace `root` as an HTML page, and open it.
+---@param target string
+---@param module string?
+---@param root string
+local function draw(target, module, root)
   local dir = vim.g.fxscope_graph_dir or vim.fs.joinpath(vim.fn.stdpath('cache'), 'fxscope')
   vim.fn.mkdir(dir, 'p')
   local out = vim.fs.joinpath(dir, html_name(target, module))
   local cmd = { program(), 'graph', target, '--root', root, '--format', 'html' }
-  if module then
+  if module and module ~= '' then
     vim.list_extend(cmd, { '--module', module })
   end
   vim.notify(('fxscope: drawing %s'):format(target), vim.log.levels.INFO)
@@ -141,6 +132,44 @@ local function graph_command(opts)
       vim.api.nvim_exec_autocmds('User', { pattern = 'FxscopeGraphWritten', data = { path = out, target = target } })
     end)
   end)
+end
+
+--- :FxscopeGraph [TARGET] [MODULE]
+---@param opts { fargs: string[] }
+local function graph_command(opts)
+  local buf = vim.api.nvim_get_current_buf()
+  local root = workspace_root(buf)
+  local target, module = opts.fargs[1], opts.fargs[2]
+  if not target then
+    local file = vim.api.nvim_buf_get_name(buf)
+    local rel = file ~= '' and relative(root, file) or nil
+    local class = class_at_cursor(buf)
+    if not rel or not class then
+      vim.notify('fxscope: no class under the cursor; use :FxscopeGraph TARGET', vim.log.levels.ERROR)
+      return
+    end
+    target = rel .. '::' .. class
+  end
+  draw(target, module, root)
+end
+
+-- The server's code lenses (`traced · 42 nodes`) carry the command fxscope.showGraph with
+-- (target id, module path or nil, workspace folder URI): running a lens (vim.lsp.codelens.run())
+-- draws that graph as an HTML page too.
+vim.lsp.commands['fxscope.showGraph'] = function(command, ctx)
+  local args = command.arguments or {}
+  local target, module, folder = args[1], args[2], args[3]
+  if type(target) ~= 'string' then
+    vim.notify('fxscope: the lens names no target', vim.log.levels.ERROR)
+    return
+  end
+  local root
+  if type(folder) == 'string' then
+    root = vim.uri_to_fname(folder)
+  else
+    root = workspace_root(ctx and ctx.bufnr or vim.api.nvim_get_current_buf())
+  end
+  draw(target, type(module) == 'string' and module or nil, root)
 end
 
 vim.api.nvim_create_user_command('FxscopeGraph', graph_command, {
