@@ -79,7 +79,6 @@ async def test_push_diagnostics_vscode_utf16(client: LanguageClient, tmp_path):
     assert not client.diagnostics.get(uri(root / "pyproject.toml"))
 
 
-@pytest.mark.slow
 async def test_pull_diagnostics_neovim_utf8(client: LanguageClient, tmp_path):
     root = make_workspace(tmp_path / "ws", ["length.py"], extra={"unicode_model.py": UNICODE_MODEL})
     result = await initialize(client, [root], NEOVIM)
@@ -104,7 +103,6 @@ async def test_pull_diagnostics_neovim_utf8(client: LanguageClient, tmp_path):
     assert not client.diagnostics  # a pull client gets nothing pushed
 
 
-@pytest.mark.slow
 async def test_burst_of_edits_ends_with_the_final_text(client: LanguageClient, tmp_path):
     root = make_workspace(tmp_path / "ws", ["length.py"])
     await initialize(client, [root], VSCODE)

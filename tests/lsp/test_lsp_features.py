@@ -58,7 +58,6 @@ async def _hover(client, path: Path, line0: int, character: int):
         position=types.Position(line=line0, character=character)))
 
 
-@pytest.mark.slow
 async def test_hover_on_a_traced_line_and_on_a_class(client: LanguageClient, tmp_path):
     root = make_workspace(tmp_path / "ws", ["shared_class.py", "clean.py"])
     await initialize(client, [root], VSCODE)
@@ -89,7 +88,6 @@ async def test_hover_on_a_traced_line_and_on_a_class(client: LanguageClient, tmp
     assert await _hover(client, root / "missing.py", 1, 1) is None
 
 
-@pytest.mark.slow
 async def test_code_lens_titles(client: LanguageClient, tmp_path):
     root = make_workspace(tmp_path / "ws", ["shared_class.py", "clean.py"], extra={"needs_args.py": NEEDS_ARGS})
     await initialize(client, [root], VSCODE)
@@ -136,7 +134,6 @@ def _apply(action: types.CodeAction, files: dict[str, str]) -> dict[str, str]:
     return out
 
 
-@pytest.mark.slow
 async def test_each_code_action_applies(client: LanguageClient, tmp_path):
     root = make_workspace(tmp_path / "ws", ["length.py", "helpers.py", "uses_helpers.py"],
                           extra={"needs_args.py": NEEDS_ARGS, "int_shape.py": INT_SHAPE},
@@ -195,7 +192,6 @@ async def test_each_code_action_applies(client: LanguageClient, tmp_path):
     assert tree.body[-1].name == "build_scaled" and "Scaled(dim=...)" in out[uri(npath)]
 
 
-@pytest.mark.slow
 async def test_commands_and_progress(client: LanguageClient, tmp_path):
     root = make_workspace(tmp_path / "ws", ["length.py", "clean.py"])
     await initialize(client, [root], VSCODE)
@@ -230,7 +226,6 @@ async def test_commands_and_progress(client: LanguageClient, tmp_path):
     assert status["folders"][0]["root"] == str(root)
 
 
-@pytest.mark.slow
 async def test_multi_root_and_inlay_hints(client: LanguageClient, tmp_path):
     a = make_workspace(tmp_path / "a", ["length.py"])
     b = make_workspace(tmp_path / "b", ["control_flow.py", "clean.py"])

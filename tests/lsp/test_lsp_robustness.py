@@ -164,3 +164,43 @@ async def test_no_process_left_after_exit(client: LanguageClient, tmp_path):
         return not [p for p in children if alive(p)] and not processes_mentioning(str(root))
 
     await wait_until(gone, timeout=20, what="every fxscope process to exit")
+
+
+def test_serve_over_tcp_binds_localhost_and_exits_cleanly(tmp_path):
+    import socket
+    import subprocess
+    import sys
+    import time
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    proc = subprocess.Popen([sys.executable, "-m", "fxscope", "serve", "--tcp", str(port)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=tmp_path)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                conn = socket.create_connection(("127.0.0.1", port), timeout=5)
+                break
+            except OSError:
+                assert time.monotonic() < deadline, proc.stderr.read() if proc.poll() is not None else "no listener"
+                time.sleep(0.1)
+        listening = subprocess.run(["cat", "/proc/net/tcp"], capture_output=True, text=True).stdout
+        assert f"0100007F:{port:04X}" in listening  # 127.0.0.1 only
+
+        def send(message: dict) -> None:
+            body = json.dumps(message).encode()
+            conn.sendall(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+
+        send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"capabilities": {}, "processId": None}})
+        reply = conn.recv(65536)
+        assert b'"id": 1' in reply and b"capabilities" in reply
+        send({"jsonrpc": "2.0", "id": 2, "method": "shutdown"})
+        send({"jsonrpc": "2.0", "method": "exit"})
+        assert proc.wait(30) == 0
+        conn.close()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()

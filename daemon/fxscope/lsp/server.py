@@ -111,6 +111,7 @@ class FxscopeServer(LanguageServer):
         self.folders = Folders(self._make_workspace)
         self.loop: asyncio.AbstractEventLoop | None = None
         self.is_shut_down = False
+        self.tcp = False
         self._closed = False
         self._open: dict[Path, str] = {}
         self._last_change: dict[Path, float] = {}
@@ -421,6 +422,9 @@ def _register_lifecycle(ls: FxscopeServer) -> None:
     def exit_(params: Any) -> None:
         ls.is_shut_down = True
         ls.close_all()
+        if ls.tcp:  # pygls would raise SystemExit inside the connection callback: end here
+            sys.stderr.flush()
+            os._exit(0 if ls.protocol._shutdown else 1)
 
     @ls.feature(types.TEXT_DOCUMENT_DID_OPEN)
     def did_open(params: types.DidOpenTextDocumentParams) -> None:
@@ -525,6 +529,7 @@ def serve(tcp: tuple[str, int] | None = None) -> int:
     server = create_server()
     try:
         if tcp is not None:
+            server.tcp = True
             server.start_tcp(*tcp)
             return 0
         stdin = os.fdopen(os.dup(sys.stdin.fileno()), "rb", buffering=0)
