@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from editor_support import (CLIENTS, VENV_BIN, copy_examples, editor_env, readme_blocks,
+from editor_support import (VENV_BIN, copy_examples, editor_env, readme_blocks,
                             require_server, user_snippet)
 
 from fxscope.lsp.options import parse_options
