@@ -7,7 +7,7 @@ import pytest
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 
-from lsp_support import (NEOVIM, UNICODE_MODEL, VSCODE, change_doc, codes, expected_range, initialize,
+from lsp_support import (NEOVIM, UNICODE_MODEL, VSCODE, change_doc, expected_range, initialize,
                          make_workspace, open_doc, uri, wait_until)
 
 FILES = ["control_flow.py", "length.py", "python_number.py", "shared_class.py", "unused.py", "helpers.py",
@@ -128,3 +128,25 @@ async def test_burst_of_edits_ends_with_the_final_text(client: LanguageClient, t
     await wait_until(final, what="diagnostics for version 21")
     versions = [p.version for p in client.published if p.uri == uri(path) and p.version is not None]
     assert versions == sorted(versions), versions  # never an older version after a newer one
+
+
+async def test_files_changed_outside_the_editor(client: LanguageClient, tmp_path):
+    root = make_workspace(tmp_path / "ws", ["length.py", "clean.py"])
+    await initialize(client, [root], VSCODE)
+    path = root / "clean.py"
+    await wait_until(lambda: client.diagnostics.get(uri(root / "length.py")), what="start-up diagnostics")
+    # VS Code offers didChangeWatchedFiles: the server registers for Python files and pyproject.toml
+    await wait_until(lambda: client.registrations, what="the file-watching registration")
+    (reg,) = client.registrations
+    assert reg.method == types.WORKSPACE_DID_CHANGE_WATCHED_FILES
+    assert {w["globPattern"] for w in reg.register_options["watchers"]} == {"**/*.py", "**/pyproject.toml"}
+    # a generator (not the editor) rewrites a closed file: watchdog notices, the file is re-traced
+    text = path.read_text()
+    path.write_text(text.replace("        return self.net(x)", "        return self.net(x) / len(x)", 1))
+    await wait_until(lambda: any(d.code == "FXS103" for d in client.diagnostics.get(uri(path), [])),
+                     what="the new finding in the rewritten file")
+    # and back: the finding goes away (also announced the way a client would)
+    path.write_text(text)
+    client.workspace_did_change_watched_files(types.DidChangeWatchedFilesParams(changes=[
+        types.FileEvent(uri=uri(path), type=types.FileChangeType.Changed)]))
+    await wait_until(lambda: not client.diagnostics.get(uri(path)), what="the finding to be cleared")
