@@ -418,3 +418,35 @@ def test_suppression_is_read_from_the_buffer(tmp_path: Path) -> None:
         found = ws.findings_for(path)
         assert ws.findings_for(path).findings == () and found.result_id != before
         assert os.path.exists(path) and "ignore" not in path.read_text()
+
+
+def test_cancel_interrupts_a_check_and_keeps_the_previous_result(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from fxscope.errors import CheckInterrupted
+
+    marker = new_marker()
+    monkeypatch.setenv("FXSCOPE_TEST_MARKER", marker)
+    write_tree(tmp_path, {"slow.py": SLOW, "pyproject.toml": "[tool.fxscope]\nworkers = 1\ntimeout = 900\n"})
+    path = tmp_path / "slow.py"
+    clock, rec = ManualClock(), Recorder()
+    with _workspace(tmp_path, clock, rec) as ws:
+        first = ws.check()
+        assert [t["status"] for t in first["targets"]] == ["traced"]
+        path.write_text(_slow_version(path.read_text()))
+        outcome: list[object] = []
+        runner = threading.Thread(target=lambda: outcome.append(_catch(ws.check)))
+        runner.start()
+        assert _wait_for(lambda: _children(marker) == 2)  # the stuck trace runs
+        ws.cancel()
+        runner.join(IDLE)
+        [error] = outcome
+        assert isinstance(error, CheckInterrupted), error  # never a shorter report
+        assert _wait_for(lambda: _children(marker) == 1)
+        assert ws.graph("slow.py::Slow").status == "traced"  # the previous result is kept
+
+
+def _catch(fn: Callable[[], object]) -> object:
+    try:
+        return fn()
+    except Exception as exc:  # noqa: BLE001 - the test inspects it
+        return exc

@@ -37,7 +37,7 @@ from fxscope.cache import hash_json
 from fxscope.engine.engine import Engine
 from fxscope.engine.engine import _drop_covered_skips as drop_covered_skips  # same package
 from fxscope.engine.results import TargetResult
-from fxscope.errors import CheckError
+from fxscope.errors import CheckError, CheckInterrupted
 from fxscope.model import ClassSummary, Finding, GraphView, NodeInfo, Snapshot
 from fxscope.project.config import Config, ConfigError, load_config
 from fxscope.project.discovery import Discovery, Target, discover
@@ -245,6 +245,7 @@ class Workspace:
         self._checks = 0
         self._closed = False
         self._round_error: Exception | None = None
+        self._cancel_below = 0  # rounds of older generations are cancelled (cancel())
         # store
         self._results: dict[str, _Stored] = {}
         self._by_file: dict[str, dict[str, list[dict[str, Any]]]] = {}  # rel -> target -> findings
@@ -554,7 +555,7 @@ class Workspace:
         gen = snapshot.generation
 
         def stale(t: Target) -> bool:
-            return self._closed or self._requested.get(t.id, gen) > gen
+            return self._closed or gen < self._cancel_below or self._requested.get(t.id, gen) > gen
 
         def finished(t: Target) -> None:
             with self._lock:
@@ -590,7 +591,8 @@ class Workspace:
                     self._round_started = None
                     # a target killed for a newer snapshot whose own round has not started yet
                     if not self._closed and self._timer is None and any(
-                            g > self._stored_gen(tid) for tid, g in self._requested.items()
+                            g > self._stored_gen(tid) and g >= self._cancel_below
+                            for tid, g in self._requested.items()
                             if self._discovery and tid in {t.id for t in self._discovery.targets}
                             and tid not in self._running and self._pending_stale(tid)):
                         self._schedule(0.0)
@@ -912,14 +914,31 @@ class Workspace:
             self._round_error = None
         started = time.perf_counter()
         targets = self._run_now(paths, shard, use_cache=use_cache, retry_faults=retry_faults)
+        with self._lock:
+            round_gen = self._generation  # the generation this check's round computes for
         if not self.wait_idle(timeout):
             raise CheckError(f"the check did not finish within {timeout:g} s")
         with self._lock:
             failed, self._round_error = self._round_error, None
+            missing = [t.id for t in targets  # no result, or only an older one (its job was cancelled)
+                       if t.id not in self._results or self._results[t.id].generation < round_gen]
         if failed is not None:
             raise failed
+        if self._closed or missing:  # stopped under it: never a shorter report
+            raise CheckInterrupted(
+                f"the check was interrupted before every target had a result ({len(missing)} of "
+                f"{len(targets)} missing{': ' + missing[0] if missing else ''}): the daemon or its "
+                "workers were stopped")
         return self.report(paths, target_ids=[t.id for t in targets], graphs=graphs,
                            duration_ms=(time.perf_counter() - started) * 1000)
+
+    def cancel(self) -> None:
+        """Kill every running job; their targets keep their previous results (a ``check`` in
+        progress raises CheckInterrupted). Nothing is re-run until the next change."""
+        with self._lock:
+            self._generation += 1
+            self._cancel_below = self._generation
+            self._snapshot = Snapshot(self._generation, self._snapshot.texts, self._snapshot.versions)
 
     def clear_cache(self) -> None:
         """Empty the result cache (the in-memory results stay until re-traced)."""

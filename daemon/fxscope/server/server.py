@@ -13,6 +13,7 @@ import contextlib
 import errno
 import logging
 import os
+import select
 import signal
 import socket
 import sys
@@ -203,7 +204,7 @@ class DaemonServer:
                 for line in reader:
                     if not line.strip():
                         continue
-                    reply = self.handle(line)
+                    reply = self.handle(line, conn)
                     try:
                         conn.sendall(encode(reply))
                     except OSError:
@@ -213,8 +214,8 @@ class DaemonServer:
         except OSError as exc:
             log.info("client connection failed: %s", exc)
 
-    def handle(self, line: bytes) -> dict[str, Any]:
-        """The reply to one request line."""
+    def handle(self, line: bytes, conn: socket.socket | None = None) -> dict[str, Any]:
+        """The reply to one request line (``conn``: the client, whose going away cancels its check)."""
         try:
             message = decode(line)
         except ProtocolError as exc:
@@ -227,7 +228,7 @@ class DaemonServer:
                 self.stopping.set()
                 return {"ok": True, "pid": os.getpid()}
             if op == "check":
-                return self._op_check(message)
+                return self._op_check(message, conn)
         except Exception as exc:  # noqa: BLE001 - one bad request must not kill the daemon
             log.exception("request %r failed", op)
             return {"ok": False, "error": f"internal error: {type(exc).__name__}: {exc}"}
@@ -255,7 +256,20 @@ class DaemonServer:
         if self._warnings is not None:
             self._warnings.append(message)
 
-    def _op_check(self, message: dict[str, Any]) -> dict[str, Any]:
+    def _watch_client(self, conn: socket.socket, done: threading.Event) -> None:
+        """Cancel the running check when its client goes away (Ctrl-C on ``check --daemon``)."""
+        while not done.wait(0.2):
+            try:
+                readable, _, _ = select.select([conn], [], [], 0)
+                gone = bool(readable) and conn.recv(1, socket.MSG_PEEK) == b""
+            except OSError:
+                gone = True
+            if gone and not done.is_set() and self.workspace is not None:
+                log.info("the client went away: cancelling its check")
+                self.workspace.cancel()
+                return
+
+    def _op_check(self, message: dict[str, Any], conn: socket.socket | None = None) -> dict[str, Any]:
         assert self.workspace is not None
         try:
             req = parse_check(message)
@@ -270,6 +284,10 @@ class DaemonServer:
             if self.stopping.is_set():
                 return {"ok": False, "error": "the daemon is stopping"}
             self._warnings = []
+            done = threading.Event()
+            if conn is not None:
+                threading.Thread(target=self._watch_client, args=(conn, done), name="fxscope-daemon-watch",
+                                 daemon=True).start()
             try:
                 report = self.workspace.check([Path(p) for p in req.paths] if req.paths else None,
                                               graphs=req.graphs, shard=req.shard, use_cache=not req.no_cache,
@@ -277,6 +295,7 @@ class DaemonServer:
             except (ConfigError, CheckError) as exc:
                 return {"ok": False, "error": str(exc)}
             finally:
+                done.set()
                 warnings, self._warnings = self._warnings, None
             self._config_sig = pyproject_signature(self.root)
             self.checks += 1
