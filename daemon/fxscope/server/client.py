@@ -45,6 +45,8 @@ def _connect(path: Path, timeout: float | None) -> socket.socket:
         raise NotRunning() from None
     except OSError as exc:
         raise DaemonError(f"cannot reach the daemon at {path}: {exc.strerror or exc}") from None
+    if stat.S_ISREG(st.st_mode) and st.st_uid == os.getuid():
+        raise NotRunning()  # a leftover file in our own directory: removed as a stale socket
     if not stat.S_ISSOCK(st.st_mode):
         raise DaemonError(f"{path} exists and is not a socket")
     if st.st_uid != os.getuid():
@@ -95,9 +97,11 @@ def request(path: Path, message: dict[str, Any], timeout: float | None = None) -
 
 
 def remove_stale(path: Path) -> None:
+    """Remove a socket nothing listens on, or a regular file at the socket path (both ours; the
+    directory is fxscope's own cache directory)."""
     with contextlib.suppress(FileNotFoundError):
         st = os.lstat(path)
-        if stat.S_ISSOCK(st.st_mode) and st.st_uid == os.getuid():
+        if (stat.S_ISSOCK(st.st_mode) or stat.S_ISREG(st.st_mode)) and st.st_uid == os.getuid():
             os.unlink(path)
 
 
