@@ -149,7 +149,17 @@ def _skipped_subtrees(gc: GraphCollection) -> set[str]:
 
 
 def _under(path: str, roots: set[str]) -> bool:
-    return any(path.startswith(r + ".") for r in roots if r) or ("" in roots and path != "")
+    """Whether a strict ancestor of ``path`` is in ``roots`` (O(depth), not O(len(roots)))."""
+    if not path:
+        return False
+    if "" in roots:
+        return True
+    end = path.find(".")
+    while end != -1:
+        if path[:end] in roots:
+            return True
+        end = path.find(".", end + 1)
+    return False
 
 
 def _used(gc: GraphCollection, m: nn.Module, accessed: set[int], used_params: set[int]) -> bool:
