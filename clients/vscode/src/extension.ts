@@ -161,7 +161,6 @@ class Extension implements vscode.Disposable {
       outputChannel: this.output,
       traceOutputChannel: this.output,
       initializationOptions: serverOptions(settings),
-      synchronize: { configurationSection: "fxscope" },
       middleware: {
         executeCommand: async (cmd, cmdArgs, next) => {
           if (cmd !== "fxscope.showGraph") return next(cmd, cmdArgs);

@@ -2,9 +2,9 @@
  * The extension's settings and what the server receives (no VS Code API: unit-tested under Node).
  *
  * `initializationOptions` and the answer to `workspace/configuration` for section `fxscope`
- * carry the same keys: `enable`, `run` ("onType" | "onSave"), `debounce` (ms), `timeout` (s)
- * and `workers` (null = the server's default). The interpreter and `trace.server` stay in the
- * client.
+ * carry the server's keys: `enable`, `traceOn` ("type" | "save", from `fxscope.run`),
+ * `debounce` (ms), `timeout` (s) and `workers` (left out when null: the server's default).
+ * The interpreter and `trace.server` stay in the client.
  */
 
 export type RunMode = "onType" | "onSave";
@@ -22,10 +22,10 @@ export interface FxscopeSettings {
 
 export interface ServerOptions {
   enable: boolean;
-  run: RunMode;
+  traceOn: "type" | "save";
   debounce: number;
   timeout: number;
-  workers: number | null;
+  workers?: number;
 }
 
 export const DEFAULTS: FxscopeSettings = {
@@ -61,7 +61,9 @@ export function readSettings(get: (key: string) => unknown): FxscopeSettings {
 
 /** What the server receives as `initializationOptions` (and for `workspace/configuration`). */
 export function serverOptions(s: FxscopeSettings): ServerOptions {
-  return { enable: s.enable, run: s.run, debounce: s.debounce, timeout: s.timeout, workers: s.workers };
+  const out: ServerOptions = { enable: s.enable, traceOn: s.run === "onSave" ? "save" : "type", debounce: s.debounce, timeout: s.timeout };
+  if (s.workers !== null) out.workers = s.workers;
+  return out;
 }
 
 /** Whether a configuration change needs a restart (``affects(key)`` from the change event). */
