@@ -49,6 +49,8 @@ def fault_result(fault: dict[str, Any], fallback: dict[str, Any], root: str) -> 
             why = f"the tracing process was killed by {fault['signal_name']}"
             if fault.get("signal") == 9:
                 why += " (out of memory, or killed from outside)"
+        elif fault.get("exit_code") == 0 and fault.get("message"):  # ended, but its result was unusable
+            why = f"the trace gave no usable result: {fault['message']}"
         elif fault.get("exit_code") is not None:
             why = f"the tracing process exited with status {fault['exit_code']} (os._exit or a native abort)"
         else:  # the worker itself died or could not start: nothing is known about the model

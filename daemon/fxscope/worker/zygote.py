@@ -342,6 +342,9 @@ class Zygote:
                 fault: dict[str, Any] = {"fault": "timeout", "timeout": child.timeout}
                 if cpu_s is not None:  # busy (a loop) or waiting (a lock, a starved CPU)?
                     fault["cpu_s"] = round(cpu_s, 3)
+            elif problem and os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0:
+                fault = {"fault": "crash", "signal": None, "signal_name": None, "exit_code": 0,
+                         "message": f"the job's process ended but {problem}"}
             else:
                 fault = _crash_fault(status)
                 if problem:
