@@ -84,3 +84,63 @@ async def test_fault_zoo_through_the_language_server(client: LanguageClient, tmp
                 os.kill(pid, signal.SIGKILL)
             except OSError:
                 pass
+
+
+EVIL = """open({marker!r}, "w").write("imported")
+from torch import nn
+
+
+class Evil(nn.Module):
+    def forward(self, x):
+        return x
+"""
+
+SLOW = """import time
+
+from torch import nn
+
+
+class Slow(nn.Module):
+    def forward(self, x):
+        time.sleep(3)
+        return x
+"""
+
+
+async def test_documents_outside_the_workspace_or_deleted_while_traced(client: LanguageClient, tmp_path):
+    root, outside = tmp_path / "ws", tmp_path / "outside"
+    marker = tmp_path / "imported.txt"
+    root.mkdir()
+    outside.mkdir()
+    (root / "pyproject.toml").write_text("[tool.fxscope]\ntimeout = 30\n")
+    (root / "slow.py").write_text(SLOW)
+    (outside / "evil.py").write_text(EVIL.format(marker=str(marker)))
+    (root / "link.py").symlink_to(outside / "evil.py")
+    await initialize(client, [root], VSCODE)
+    for path in (outside / "evil.py", root / "link.py"):  # opened in the editor: still never run
+        client.text_document_did_open(types.DidOpenTextDocumentParams(text_document=types.TextDocumentItem(
+            uri=uri(path), language_id="python", version=1, text=path.read_text())))
+    slow = root / "slow.py"
+    client.text_document_did_open(types.DidOpenTextDocumentParams(text_document=types.TextDocumentItem(
+        uri=uri(slow), language_id="python", version=1, text=SLOW)))
+    client.text_document_did_change(types.DidChangeTextDocumentParams(
+        text_document=types.VersionedTextDocumentIdentifier(uri=uri(slow), version=2),
+        content_changes=[types.TextDocumentContentChangeWholeDocument(text=SLOW.replace("3)", "2)"))]))
+    slow.unlink()  # deleted (and closed) while it is being traced
+    client.text_document_did_close(types.DidCloseTextDocumentParams(
+        text_document=types.TextDocumentIdentifier(uri=uri(slow))))
+    client.workspace_did_change_watched_files(types.DidChangeWatchedFilesParams(changes=[
+        types.FileEvent(uri=uri(slow), type=types.FileChangeType.Deleted)]))
+    status = await client.workspace_execute_command_async(types.ExecuteCommandParams(command="fxscope.status"))
+    assert status["folders"][0]["total"] >= 0
+
+    def settled() -> bool:
+        return not client.diagnostics.get(uri(slow))
+
+    await wait_until(settled, timeout=120, what="no diagnostics for the deleted document")
+    hover = await client.text_document_hover_async(types.HoverParams(
+        text_document=types.TextDocumentIdentifier(uri=uri(outside / "evil.py")),
+        position=types.Position(line=5, character=8)))
+    assert hover is None
+    assert not marker.exists(), "a file whose real path is outside the workspace was imported"
+    assert not any(str(d.code) != "FXS402" for d in client.diagnostics.get(uri(root / "link.py"), []))
