@@ -170,3 +170,19 @@ def test_worker_log_is_private(tmp_path):
     with WorkerPool(max_workers=1, sys_path=[str(FAULTS)], log_path=log) as pool:
         pool.submit({"runner": zoo("echo"), "value": 1, "timeout": 60}).result(120)
     assert log.stat().st_mode & 0o077 == 0
+
+
+def test_killing_the_zygote_kills_what_its_jobs_forked(tmp_path):
+    with WorkerPool(max_workers=1, sys_path=[str(FAULTS)]) as pool:
+        pool.ensure_started(timeout=120)
+        zygote = pool.info["pid"]
+        pids_file = tmp_path / "pids"
+        handle = pool.submit({"runner": zoo("spawn_then_sleep"), "pids_file": str(pids_file), "timeout": 120})
+        deadline = time.monotonic() + 60
+        while not pids_file.exists() or not pids_file.read_text():
+            assert time.monotonic() < deadline, "the job never spawned"
+            time.sleep(0.05)
+        forked = [int(p) for p in pids_file.read_text().split()]
+        os.kill(zygote, signal.SIGKILL)
+        assert handle.result(30)["fault"] == "crash"
+        assert wait_gone(forked) == []

@@ -92,3 +92,17 @@ def sleep_forever(job: dict[str, Any]) -> dict[str, Any]:
 def echo(job: dict[str, Any]) -> dict[str, Any]:
     time.sleep(float(job.get("delay") or 0))
     return {"value": job.get("value")}
+
+
+def spawn_then_sleep(job: dict[str, Any]) -> dict[str, Any]:
+    """Fork a child and start a Popen child (same process group), record them, then sleep."""
+    forked = os.fork()
+    if forked == 0:
+        time.sleep(300)
+        os._exit(0)
+    popen = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"])
+    with open(job["pids_file"] + ".tmp", "w") as fh:
+        fh.write(f"{forked} {popen.pid}")
+    os.replace(job["pids_file"] + ".tmp", job["pids_file"])
+    time.sleep(300)
+    return {}

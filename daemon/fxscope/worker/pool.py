@@ -617,6 +617,11 @@ class WorkerPool:
             message = zygote.describe_exit()
             retry = []
             for handle in self._running.values():
+                if handle.pid:  # its process group: what the job forked, now that no zygote reaps it
+                    try:
+                        os.killpg(handle.pid, signal.SIGKILL)
+                    except OSError:
+                        pass
                 if handle._overdue:
                     timeout = handle.job.get("timeout")
                     done.append((handle, _died(f"no result {WATCHDOG_GRACE:g} s after the job's "
