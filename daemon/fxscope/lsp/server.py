@@ -44,7 +44,7 @@ log = logging.getLogger("fxscope.lsp")
 #: The server's debounce between the last edit and the re-trace when the client sets none: short
 #: enough for an isolated edit to stay inside the latency budget (a newer edit kills the running
 #: trace, so a burst still ends in one trace of the final text).
-DEFAULT_DEBOUNCE_S = 0.1
+DEFAULT_DEBOUNCE_S = 0.05
 
 _INVALID = object()  # a message that could not be read (already answered)
 _LEVELS = {"error": logging.ERROR, "warning": logging.WARNING, "info": logging.INFO, "debug": logging.DEBUG}
