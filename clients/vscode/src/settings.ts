@@ -29,7 +29,7 @@ export interface ServerOptions {
 }
 
 export const DEFAULTS: FxscopeSettings = {
-  enable: true, interpreter: [], run: "onType", debounce: 300, timeout: 30, workers: null, traceServer: "off",
+  enable: true, interpreter: [], run: "onType", debounce: 50, timeout: 30, workers: null, traceServer: "off",
 };
 
 /** Settings that need a new server process when they change (the rest are sent live). */

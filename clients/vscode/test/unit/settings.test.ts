@@ -12,7 +12,7 @@ test("defaults when nothing is set", () => {
 test("settings map to the server's initializationOptions keys (fxscope.run -> traceOn)", () => {
   const s = readSettings(from({ enable: true, run: "onSave", debounce: 120.4, timeout: 12, workers: 3, "trace.server": "verbose", interpreter: ["/p"] }));
   assert.deepEqual(serverOptions(s), { enable: true, traceOn: "save", debounce: 120, timeout: 12, workers: 3 });
-  assert.deepEqual(serverOptions(DEFAULTS), { enable: true, traceOn: "type", debounce: 300, timeout: 30 }, "workers: null is left to the server");
+  assert.deepEqual(serverOptions(DEFAULTS), { enable: true, traceOn: "type", debounce: 50, timeout: 30 }, "workers: null is left to the server");
   assert.equal(s.traceServer, "verbose");
   assert.deepEqual(s.interpreter, ["/p"]);
   assert.ok(!("interpreter" in serverOptions(s)), "the interpreter stays in the client");
