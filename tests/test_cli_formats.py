@@ -22,7 +22,7 @@ from fxscope.cli.formats import FORMATS, render
 from fxscope.cli.formats.github import escape_data, escape_property
 from fxscope.cli.formats.text import summary_line
 from fxscope.cli.progress import Progress
-from fxscope.trace.codes import CODES
+from fxscope.model.codes import CODES
 
 GPT = """\
 class GPT(nn.Module):

@@ -14,7 +14,7 @@ from torch.fx import GraphModule
 
 from fxscope.trace.analysis import analyze
 from fxscope.trace.build import build_model
-from fxscope.trace.codes import CODES
+from fxscope.model.codes import CODES
 from fxscope.trace.tracer import CONTAINER_TYPES
 from trace_support import (
     MODELS_DIR,

@@ -22,7 +22,7 @@ from fxscope.cli.graph_output import render_graphs
 from fxscope.project.config import ConfigError, load_config
 from fxscope.trace.analysis import analyze, graph_to_json
 from fxscope.trace.build import BuildError, build_model
-from fxscope.trace.codes import CODES
+from fxscope.model.codes import CODES
 from fxscope.trace.inputs import InputSpec, default_inputs, example_tensors, parse_inputs, resolve_inputs
 from fxscope.trace.shapes import ShapeAwareTracer
 from fxscope.trace.tracer import RobustTracer

@@ -23,7 +23,7 @@ from torch.fx import GraphModule
 
 from fxscope.trace.analysis import analyze
 from fxscope.trace.build import build_model
-from fxscope.trace.codes import CODES
+from fxscope.model.codes import CODES
 from fxscope.trace.frames import INTERNAL, FrameClassifier
 from fxscope.trace.tracer import decorated_root_args
 from trace_support import MODELS_DIR, assert_located, describe, is_user_file, model_class, run, statuses

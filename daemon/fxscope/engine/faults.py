@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from fxscope.trace.codes import finding_dict
+from fxscope.model.codes import finding_dict
 
 __all__ = ["fault_result", "is_cacheable_fault", "is_fault_body"]
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from fxscope.trace.codes import SEVERITIES
+from fxscope.model.codes import SEVERITIES
 
 __all__ = ["STATUSES", "payload_problem"]
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fxscope.project.discovery import Target
-from fxscope.trace.codes import CODES, finding_dict
+from fxscope.model.codes import CODES, finding_dict
 
 __all__ = ["TargetResult", "relativize", "skipped_result"]
 

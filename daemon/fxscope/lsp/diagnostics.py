@@ -20,6 +20,7 @@ from lsprotocol import types
 
 from fxscope.lsp.folders import Folder, path_to_uri, uri_to_path
 from fxscope.lsp.positions import PositionEncoder, split_lines
+from fxscope.model.codes import CODES_URL
 
 if TYPE_CHECKING:
     from fxscope.lsp.server import FxscopeServer
@@ -28,9 +29,6 @@ if TYPE_CHECKING:
 __all__ = ["CODES_URL", "DiagnosticsFeature", "to_diagnostic", "resolve_file", "register"]
 
 log = logging.getLogger("fxscope.lsp")
-
-#: Documentation of the finding codes (the README's table on the project page).
-CODES_URL = "https://github.com/fxscope/fxscope#what-it-finds"
 
 SOURCE = "fxscope"
 

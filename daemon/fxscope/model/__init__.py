@@ -1,7 +1,7 @@
-"""Plain data shared by every layer (no torch, no processes): typed findings, locations, scopes,
-graph nodes, class summaries and buffer snapshots (LSP position conversion lives in
-``fxscope.lsp.positions``). Each dataclass has
-``to_json``/``from_json``; the report schema v1 is their wire form.
+"""Plain data shared by every layer (no torch, no processes): the finding-code table
+(:mod:`fxscope.model.codes`), typed findings, locations, scopes, graph nodes, class summaries and
+buffer snapshots (LSP position conversion lives in ``fxscope.lsp.positions``). Each dataclass
+has ``to_json``/``from_json``; the report schema v1 is their wire form.
 
 >>> from fxscope.model import Finding, Location
 >>> Location("m.py", 3).to_json()

@@ -19,7 +19,7 @@ from typing import Any
 from fxscope import __version__
 from fxscope.engine.results import TargetResult, relativize
 from fxscope.project.discovery import FileError
-from fxscope.trace.codes import CODES, SEVERITIES, finding_dict
+from fxscope.model.codes import CODES, SEVERITIES, finding_dict
 
 __all__ = ["build_report", "file_error_finding", "library_of", "merge_findings", "merge_key",
            "target_findings"]

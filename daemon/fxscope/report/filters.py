@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from fxscope.report.locations import SourceCache, primary_location
-from fxscope.trace.codes import CODES, SEVERITIES, severity_rank
+from fxscope.model.codes import CODES, SEVERITIES, severity_rank
 
 __all__ = [
     "FAIL_ON",

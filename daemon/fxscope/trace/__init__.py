@@ -1,7 +1,7 @@
 """The tracing core: RobustTracer, GraphCollection, recursive_trace and findings.
 
-Needs torch only. ``fxscope.trace.codes`` stays importable without torch; everything else is
-loaded on first attribute access so torch-free front ends can read the code table.
+Needs torch only; names are loaded on first attribute access, so importing the package itself does
+not import torch. The finding-code table lives in :mod:`fxscope.model.codes`.
 """
 
 from __future__ import annotations
@@ -18,7 +18,6 @@ _EXPORTS = {
     "analyze": "fxscope.trace.analysis",
     "TraceReport": "fxscope.trace.analysis",
     "build_model": "fxscope.trace.build",
-    "CODES": "fxscope.trace.codes",
 }
 
 __all__ = sorted(_EXPORTS)

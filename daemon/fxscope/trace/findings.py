@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from fxscope.trace.codes import CODES
+from fxscope.model.codes import CODES
 from fxscope.trace.frames import SourceLocation
 
 __all__ = ["Finding", "FindingSet"]

@@ -72,7 +72,7 @@ def _tb_locations(e: BaseException, is_user_file: Callable[[str], bool]) -> list
 def _error_finding(code: str, message: str, e: BaseException, is_user_file: Callable[[str], bool],
                    fallback: dict[str, Any]) -> dict[str, Any]:
     """A finding for an import/build failure at the innermost workspace frame."""
-    from fxscope.trace.codes import finding_dict
+    from fxscope.model.codes import finding_dict
 
     finding: dict[str, Any] = finding_dict(code, message)
     if isinstance(e, SyntaxError) and e.filename and is_user_file(os.path.abspath(e.filename)):

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from fxscope.report.locations import display_path, origin_location, primary_location, sort_key
-from fxscope.trace.codes import CODES
+from fxscope.model.codes import CODES
 
 __all__ = ["annotation", "escape_data", "escape_property", "render"]
 

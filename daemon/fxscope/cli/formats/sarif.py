@@ -15,7 +15,7 @@ from urllib.parse import quote
 import fxscope
 from fxscope.report.baseline import fingerprints
 from fxscope.report.locations import Location, location_of, origin_location, primary_location, sort_key
-from fxscope.trace.codes import CODES, Code
+from fxscope.model.codes import CODES, Code
 
 __all__ = ["SARIF_SCHEMA", "render", "rule", "rules", "to_sarif"]
 

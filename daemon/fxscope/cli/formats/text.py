@@ -30,7 +30,7 @@ from fxscope.report.locations import (
     primary_location,
     sort_key,
 )
-from fxscope.trace.codes import SEVERITIES
+from fxscope.model.codes import SEVERITIES
 
 __all__ = ["hidden_info_lines", "render", "summary_line"]
 

@@ -1,7 +1,8 @@
 """The finding codes: fixed meanings, default severities, names and help texts.
 
-Every front end (CLI formats, SARIF rules, LSP diagnostics) reads this table; a new code takes a
-new number, an existing code never changes meaning.
+Plain data in the model layer (no torch): the tracer, engine, worker, report views and every
+front end (CLI formats, SARIF rules, LSP diagnostics) read this table. A new code takes a new
+number, an existing code never changes meaning.
 
 >>> CODES["FXS101"].severity
 'error'
@@ -11,7 +12,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["Code", "CODES", "SEVERITIES", "severity_rank", "finding_dict"]
+__all__ = ["Code", "CODES", "CODES_URL", "SEVERITIES", "severity_rank", "finding_dict"]
+
+#: Documentation of the finding codes (the README's table on the project page).
+CODES_URL = "https://github.com/fxscope/fxscope#what-it-finds"
 
 
 @dataclass(frozen=True)
