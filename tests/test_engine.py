@@ -412,6 +412,7 @@ def test_no_process_outlives_the_cli(base, tmp_path):
 
 def test_overlay_is_traced_and_does_not_poison_the_cache(tmp_path):
     from fxscope.engine import Engine
+    from fxscope.report.build import check_report
 
     write_tree(tmp_path, {
         "m.py": """
@@ -429,26 +430,26 @@ def test_overlay_is_traced_and_does_not_poison_the_cache(tmp_path):
                              "        if x.sum() > 0:\n            return x\n        return x + 1\n")
     warnings: list[str] = []
     with Engine(tmp_path, on_warning=warnings.append) as engine:
-        disk = engine.check()
+        disk = check_report(engine.check())
         assert [(t["status"], t["cached"]) for t in disk["targets"]] == [("traced", False)]
 
-        unsaved = engine.check(overlays={str(path): buffer})
+        unsaved = check_report(engine.check(overlays={str(path): buffer}))
         [target] = unsaved["targets"]
         assert (target["status"], target["cached"]) == ("failed", False)
         [finding] = unsaved["findings"]
         assert (finding["code"], finding["file"], finding["line"]) == ("FXS101", "m.py", 6)
         assert finding["column"] == 12
 
-        again = engine.check()  # the buffer closed: the disk version, from the cache
+        again = check_report(engine.check())  # the buffer closed: the disk version, from the cache
         assert [(t["status"], t["cached"]) for t in again["targets"]] == [("traced", True)]
         assert again["findings"] == []
 
-        reopened = engine.check(overlays={str(path): buffer})
+        reopened = check_report(engine.check(overlays={str(path): buffer}))
         assert [(t["status"], t["cached"]) for t in reopened["targets"]] == [("failed", True)]
     assert path.read_text() == on_disk
 
     with Engine(tmp_path) as engine:  # a new engine (another process) sees the disk result
-        fresh = engine.check()
+        fresh = check_report(engine.check())
         assert [(t["status"], t["cached"]) for t in fresh["targets"]] == [("traced", True)]
         assert engine._pool is None  # answered without starting a worker
     assert warnings == []
@@ -469,3 +470,23 @@ def test_config_warnings_reach_stderr_once_per_check(tmp_path):
         assert all(t["cached"] is expect_cached for t in run.report["targets"])
         assert run.stderr.count("leaf-modules entry 'layers.NoSuchLayer'") == 1, run.stderr
         assert "leaf-modules" not in run.stdout
+
+
+def test_engine_check_never_imports_the_layers_above(tmp_path: Path) -> None:
+    """The engine hands a typed CheckResult up; report/ and the front ends render it."""
+    code = (
+        "import json, sys\n"
+        "from fxscope.engine import Engine\n"
+        f"with Engine({str(tmp_path)!r}) as engine:\n"
+        "    result = engine.check()\n"
+        "print(json.dumps({'type': type(result).__name__, 'targets': len(result.results),\n"
+        "                  'modules': sorted(m for m in sys.modules if m.startswith('fxscope.'))}))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=cli_env(), capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert (out["type"], out["targets"]) == ("CheckResult", 0)
+    above = [m for m in out["modules"] if m.split(".")[1] in ("report", "server", "lsp", "cli")]
+    assert above == [], above
+    assert "fxscope.engine.engine" in out["modules"]

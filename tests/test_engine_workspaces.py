@@ -14,6 +14,7 @@ from fxscope.cache import FileHasher, ResultCache
 from fxscope.engine import Engine
 from fxscope.engine.workspace_state import WorkspaceState
 from fxscope.project import _summary, load_config
+from fxscope.report.build import check_report
 
 LAYERS = """
     import torch
@@ -85,7 +86,7 @@ def test_preloaded_workspace_package_is_the_workspace_copy(tmp_path: Path, monke
     monkeypatch.setenv("PYTHONPATH", str(site))  # the zygote inherits it, like site-packages
     warnings: list[str] = []
     with Engine(root, on_warning=warnings.append) as engine:
-        report = engine.check()
+        report = check_report(engine.check())
         info = engine.pool.info
     assert info["preload"] == {"pkg.layers": None}, info["preload"]
     assert set(info["preload_files"]) == {"src/pkg/__init__.py", "src/pkg/layers.py"}
@@ -99,17 +100,17 @@ def test_editing_a_preloaded_module_retraces_with_the_new_code(tmp_path: Path) -
     write_tree(tmp_path, PRELOADED)
     layers = tmp_path / "src/pkg/layers.py"
     with Engine(tmp_path) as engine:  # one engine, one warm zygote: as in the server
-        first = engine.check()
+        first = check_report(engine.check())
         assert _findings(first, "FXS101")
         assert {t["id"]: t["status"] for t in first["targets"]}["src/pkg/models.py::Net"] != "traced"
-        assert engine.check()["summary"]["cached"] == 2
+        assert check_report(engine.check())["summary"]["cached"] == 2
         layers.write_text(layers.read_text().replace("if x.sum() > 0:", "if True:"))
-        second = engine.check()
+        second = check_report(engine.check())
     assert second["summary"]["cached"] == 0, "results depend on the preloaded module"
     assert _findings(second, "FXS101") == [], second["findings"]
     assert {t["status"] for t in second["targets"]} == {"traced"}
     with Engine(tmp_path) as engine:  # and a fresh process agrees, from the cache
-        third = engine.check()
+        third = check_report(engine.check())
     assert third["summary"]["cached"] == 2 and _findings(third, "FXS101") == []
 
 
@@ -166,8 +167,8 @@ def test_engine_retry_faults(tmp_path: Path) -> None:
     write_tree(tmp_path, HANGS)
     with Engine(tmp_path) as engine:
         engine.check()
-        assert engine.check()["summary"]["cached"] == 2
-        report = engine.check(retry_faults=True)
+        assert check_report(engine.check())["summary"]["cached"] == 2
+        report = check_report(engine.check(retry_faults=True))
     assert {t["id"]: t["cached"] for t in report["targets"]} == {
         "hangs.py::Fine": True, "hangs.py::Sleeper": False}
 

@@ -151,13 +151,14 @@ def _run_check(args: argparse.Namespace, root: Path, config: Any) -> dict[str, A
 
         return check_via_daemon(root, args, paths)
     from fxscope.cli.progress import Progress
+    from fxscope.report.build import check_report
 
     with _engine(args, root, config) as engine, Progress() as progress:
         def on_progress(ev: Any) -> None:
             progress.update(ev.done, ev.total, ev.target)
 
-        return engine.check(paths, graphs=args.graphs, shard=args.shard, on_progress=on_progress,
-                            use_cache=not args.no_cache, retry_faults=args.retry_faults)
+        return check_report(engine.check(paths, graphs=args.graphs, shard=args.shard, on_progress=on_progress,
+                                         use_cache=not args.no_cache, retry_faults=args.retry_faults))
 
 
 def cmd_check(args: argparse.Namespace) -> int:
@@ -206,13 +207,14 @@ def cmd_check(args: argparse.Namespace) -> int:
 def cmd_graph(args: argparse.Namespace) -> int:
     """``fxscope graph``."""
     from fxscope.cli.graph_output import GraphTargetError, render_graphs, resolve_target
+    from fxscope.report.build import check_report
 
     root = _find_root(args, [])
     config = _load_config(root)
     try:
         with _engine(args, root, config) as engine:
             target = resolve_target(engine.discover(), args.target)
-            report = engine.check(target_ids=[target.id], graphs=True, use_cache=not args.no_cache)
+            report = check_report(engine.check(target_ids=[target.id], graphs=True, use_cache=not args.no_cache))
         sys.stdout.write(render_graphs(report, target.id, args.module, args.format, root=root))
     except GraphTargetError as e:
         raise UsageError(str(e)) from None

@@ -6,8 +6,8 @@ return a result dict. Answering from the cache never imports torch or starts a w
 >>> import tempfile, pathlib
 >>> ws = pathlib.Path(tempfile.mkdtemp())
 >>> with Engine(ws) as engine:
-...     engine.check()["summary"]["targets"]
-0
+...     engine.check().results
+[]
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from fxscope.errors import CheckInterrupted, WorkerStartError
 from fxscope.cache import FileHasher, ResultCache, claim_directory, hash_json, hash_text
 from fxscope.engine.faults import fault_result, is_cacheable_fault, is_fault_body
 from fxscope.engine.payload import payload_problem
-from fxscope.engine.results import TargetResult, relativize, skipped_result
+from fxscope.engine.results import CheckResult, TargetResult, drop_covered_skips, relativize, skipped_result
 from fxscope.engine.workspace_state import WorkspaceState
 from fxscope.project.config import Config, load_config, target_line
 from fxscope.model import Snapshot
@@ -435,9 +435,10 @@ class Engine:
               shard: tuple[int, int] | None = None, target_ids: Iterable[str] | None = None,
               overlays: Mapping[str, str] | Snapshot | None = None,
               on_progress: Callable[[ProgressEvent], None] | None = None,
-              cancel: Cancel = None, use_cache: bool = True, retry_faults: bool = False) -> dict[str, Any]:
+              cancel: Cancel = None, use_cache: bool = True, retry_faults: bool = False) -> CheckResult:
         """Check the workspace (or ``paths``) under the buffers of ``overlays`` (an immutable
-        snapshot, or absolute path -> text) and return the version-1 report dict."""
+        snapshot, or absolute path -> text). Front ends render the typed result as the version-1
+        report with :func:`fxscope.report.build.check_report`."""
         started = time.perf_counter()
         discovery = self.discover(overlays)
         targets = self.select(discovery, paths, target_ids, shard)
@@ -451,35 +452,20 @@ class Engine:
 
         results = self.run(targets, overlays=overlays, discovery=discovery, on_result=progress,
                            cancel=cancel, use_cache=use_cache, retry_faults=retry_faults, graphs=graphs)
-        results = _drop_covered_skips(results)
+        results = drop_covered_skips(results)
         file_errors = discovery.file_errors
         if paths is not None:
             rels = [self._rel(Path(p)) for p in paths]
             file_errors = [e for e in file_errors if any(_under(e.file, r) for r in rels)]
         torch_version = next((r.body["torch"] for r in results if r.body.get("torch")), self.torch_version)
-        from fxscope.report.build import build_report  # the report view over these results
-
-        return build_report(str(self.root), torch_version, results, file_errors=file_errors,
-                            graphs=graphs, duration_ms=(time.perf_counter() - started) * 1000)
+        return CheckResult(str(self.root), torch_version, results, file_errors=list(file_errors),
+                           graphs=graphs, duration_ms=(time.perf_counter() - started) * 1000)
 
 
 def _cancel_all(handles: dict[str, tuple[Target, Any]]) -> None:
     """Cancel every job still running when a check ends with an error."""
     for _, handle in handles.values():
         handle.cancel()
-
-
-def _drop_covered_skips(results: list[TargetResult]) -> list[TargetResult]:
-    """A class that needs constructor arguments is not FXS405 when a factory target built it."""
-    built = {r.body["modules"][0]["type"] for r in results
-             if r.target.kind == "factory" and r.body.get("modules")}
-    out = []
-    for r in results:
-        t = r.target
-        if r.body.get("status") == "skipped" and t.module and f"{t.module}.{t.qualname}" in built:
-            r = TargetResult(t, {**r.body, "findings": []}, r.cached, r.duration_ms)
-        out.append(r)
-    return out
 
 
 def _relative_paths(value: Any, root: str) -> Any:

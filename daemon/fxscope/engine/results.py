@@ -7,13 +7,13 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
-from fxscope.project.discovery import Target
+from fxscope.project.discovery import FileError, Target
 from fxscope.model.codes import CODES, finding_dict
 
-__all__ = ["TargetResult", "relativize", "skipped_result"]
+__all__ = ["CheckResult", "TargetResult", "drop_covered_skips", "relativize", "skipped_result"]
 
 
 @dataclass
@@ -27,6 +27,22 @@ class TargetResult:
     cached: bool = False
     duration_ms: float = 0.0
     extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """What one :meth:`Engine.check <fxscope.engine.Engine.check>` computed: the workspace
+    ``root``, the torch version the targets were traced with, each selected target's result
+    (covered skips already dropped), the unparsable files under the checked paths, whether graphs
+    were asked for, and the wall time. Front ends turn it into the version-1 report with
+    :func:`fxscope.report.build.check_report`."""
+
+    root: str
+    torch_version: str
+    results: list[TargetResult]
+    file_errors: list[FileError] = field(default_factory=list)
+    graphs: bool = False
+    duration_ms: float = 0.0
 
 
 def relativize(path: str, root: str) -> str:
@@ -48,3 +64,18 @@ def skipped_result(target: Target) -> TargetResult:
         hint=CODES["FXS405"].help, file=target.file, line=target.line,
     )
     return TargetResult(target, {"status": "skipped", "modules": [], "nodes": 0, "findings": [finding]})
+
+
+def drop_covered_skips(results: list[TargetResult]) -> list[TargetResult]:
+    """``results`` with the FXS405 of every skipped class (see :func:`skipped_result`) removed
+    when a factory target in ``results`` built that class: it was checked after all. The skipped
+    result itself stays (status ``skipped``, no findings); other results are returned unchanged."""
+    built = {r.body["modules"][0]["type"] for r in results
+             if r.target.kind == "factory" and r.body.get("modules")}
+    out = []
+    for r in results:
+        t = r.target
+        if r.body.get("status") == "skipped" and t.module and f"{t.module}.{t.qualname}" in built:
+            r = replace(r, body={**r.body, "findings": []})
+        out.append(r)
+    return out

@@ -35,8 +35,7 @@ from typing import Any, Protocol
 
 from fxscope.cache import hash_json
 from fxscope.engine.engine import Engine
-from fxscope.engine.engine import _drop_covered_skips as drop_covered_skips  # same package
-from fxscope.engine.results import TargetResult
+from fxscope.engine.results import TargetResult, drop_covered_skips
 from fxscope.errors import CheckError, CheckInterrupted
 from fxscope.model import ClassSummary, Finding, GraphView, NodeInfo, Snapshot
 from fxscope.project.config import Config, ConfigError, load_config

@@ -17,11 +17,11 @@ from collections.abc import Iterable
 from typing import Any
 
 from fxscope import __version__
-from fxscope.engine.results import TargetResult, relativize
+from fxscope.engine.results import CheckResult, TargetResult, relativize
 from fxscope.project.discovery import FileError
 from fxscope.model.codes import CODES, SEVERITIES, finding_dict
 
-__all__ = ["build_report", "file_error_finding", "library_of", "merge_findings", "merge_key",
+__all__ = ["build_report", "check_report", "file_error_finding", "library_of", "merge_findings", "merge_key",
            "target_findings"]
 
 
@@ -197,3 +197,9 @@ def build_report(root: str, torch_version: str, results: list[TargetResult], *,
             "duration_ms": round(duration_ms, 3),
         },
     }
+
+
+def check_report(check: CheckResult) -> dict[str, Any]:
+    """The version-1 report of one :meth:`Engine.check <fxscope.engine.Engine.check>`."""
+    return build_report(check.root, check.torch_version, check.results, file_errors=check.file_errors,
+                        graphs=check.graphs, duration_ms=check.duration_ms)
