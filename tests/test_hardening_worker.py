@@ -16,6 +16,7 @@ import pytest
 from fxscope.engine.faults import fault_result
 from fxscope.worker import WorkerPool
 from fxscope.worker import pool as pool_module
+from fxscope.worker import reaper
 
 TESTS = Path(__file__).resolve().parent
 FAULTS = TESTS / "faults"
@@ -67,6 +68,41 @@ def test_processes_a_job_leaves_behind_are_killed(pool, tmp_path):
     pids = [int(p) for p in pids_file.read_text().split()]
     assert len(pids) == 3
     assert wait_gone(pids) == [], "fork, Popen and setsid descendants must not outlive the job"
+
+
+def wait_for_file(path: Path, timeout: float = 60.0) -> str:
+    deadline = time.monotonic() + timeout
+    while not path.exists():
+        assert time.monotonic() < deadline, f"{path.name} never appeared"
+        time.sleep(0.02)
+    return path.read_text()
+
+
+def test_a_running_jobs_detached_process_outlives_other_jobs_but_not_its_own(pool, tmp_path):
+    pids_file, release = tmp_path / "pids", tmp_path / "release"
+    holder = pool.submit({"runner": zoo("escape_until_released"), "pids_file": str(pids_file),
+                          "release": str(release), "timeout": 120})
+    sleeper = int(wait_for_file(pids_file))
+    assert alive(sleeper)
+    # other jobs end while it runs: one returns, one is killed by its timeout, one returns after
+    # the zygote swept behind both (it reads a request only once its sweep is over)
+    assert pool.submit({"runner": zoo("echo"), "value": 1, "timeout": 60}).result(60)["value"] == 1
+    assert pool.submit({"runner": zoo("sleep_forever"), "timeout": 1}).result(60)["fault"] == "timeout"
+    assert pool.submit({"runner": zoo("echo"), "value": 2, "timeout": 60}).result(60)["value"] == 2
+    assert alive(sleeper), "another job's end must not kill this job's detached process"
+    assert not holder.done()
+    release.write_text("")
+    assert holder.result(60)["value"] == "released"
+    assert wait_gone([sleeper]) == [], "a job's detached process must not outlive it"
+
+
+def test_a_job_killed_by_its_timeout_leaves_no_detached_process(pool, tmp_path):
+    pids_file = tmp_path / "pids"
+    handle = pool.submit({"runner": zoo("escape_until_released"), "pids_file": str(pids_file),
+                          "release": str(tmp_path / "never"), "timeout": 3})
+    sleeper = int(wait_for_file(pids_file))
+    assert handle.result(60)["fault"] == "timeout"
+    assert wait_gone([sleeper]) == []
 
 
 def test_output_flood_is_bounded_on_disk_and_in_the_result(pool):
@@ -186,3 +222,39 @@ def test_killing_the_zygote_kills_what_its_jobs_forked(tmp_path):
         os.kill(zygote, signal.SIGKILL)
         assert handle.result(30)["fault"] == "crash"
         assert wait_gone(forked) == []
+
+
+def test_killing_the_zygote_kills_what_its_jobs_detached(tmp_path):
+    with WorkerPool(max_workers=1, sys_path=[str(FAULTS)], preload=["zoo_runners"]) as pool:
+        pool.ensure_started(timeout=120)
+        zygote = pool.info["pid"]
+        pids_file = tmp_path / "pids"
+        handle = pool.submit({"runner": zoo("escape_until_released"), "pids_file": str(pids_file),
+                              "release": str(tmp_path / "never"), "timeout": 120})
+        sleeper = int(wait_for_file(pids_file))
+        # a child of this process that is not the pool's: only its own Popen may reap it
+        other = subprocess.Popen([sys.executable, "-c", "import sys; sys.exit(3)"])
+        while alive(other.pid):
+            time.sleep(0.01)
+        os.kill(zygote, signal.SIGKILL)
+        assert handle.result(30)["fault"] == "crash"
+        assert wait_gone([sleeper]) == [], "a setsid escape must not outlive its zygote"
+        assert sleeper not in reaper.child_pids(), "the escape was adopted, killed and reaped"
+        assert other.wait(10) == 3, "the pool must never reap a process it did not adopt"
+        assert pool.submit({"runner": zoo("echo"), "value": 9, "timeout": 60}).result(120)["value"] == 9
+        assert pool.info["pid"] != zygote
+
+
+def test_closing_the_pool_collects_a_killed_zygotes_detached_processes(tmp_path):
+    pool = WorkerPool(max_workers=1, sys_path=[str(FAULTS)], preload=["zoo_runners"])
+    try:
+        pool.ensure_started(timeout=120)
+        pids_file = tmp_path / "pids"
+        pool.submit({"runner": zoo("escape_until_released"), "pids_file": str(pids_file),
+                     "release": str(tmp_path / "never"), "timeout": 120})
+        sleeper = int(wait_for_file(pids_file))
+        os.kill(pool.info["pid"], signal.SIGKILL)
+    finally:
+        pool.close()
+    assert wait_gone([sleeper]) == []
+    assert sleeper not in reaper.child_pids()

@@ -106,3 +106,28 @@ def spawn_then_sleep(job: dict[str, Any]) -> dict[str, Any]:
     os.replace(job["pids_file"] + ".tmp", job["pids_file"])
     time.sleep(300)
     return {}
+
+
+def escape_until_released(job: dict[str, Any]) -> dict[str, Any]:
+    """Detach a long sleeper (fork, ``setsid``, fork again: it escapes the job's process group),
+    record its pid in ``pids_file``, then keep running until the file ``release`` exists."""
+    read, write = os.pipe()
+    first = os.fork()
+    if first == 0:
+        os.setsid()
+        if os.fork() == 0:
+            os.close(read)
+            os.write(write, str(os.getpid()).encode())
+            os.close(write)
+            time.sleep(300)
+        os._exit(0)
+    os.close(write)
+    os.waitpid(first, 0)
+    sleeper = os.read(read, 64).decode()
+    os.close(read)
+    with open(job["pids_file"] + ".tmp", "w") as fh:
+        fh.write(sleeper)
+    os.replace(job["pids_file"] + ".tmp", job["pids_file"])
+    while not os.path.exists(job["release"]):
+        time.sleep(0.02)
+    return {"value": "released"}

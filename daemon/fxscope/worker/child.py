@@ -24,6 +24,7 @@ from typing import Any, NoReturn
 
 from . import touched
 from .overlay import install_overlays
+from .reaper import kill_descendants, set_subreaper
 
 __all__ = [
     "DEFAULT_RUNNER",
@@ -241,6 +242,9 @@ def _isolate(close_fds: Iterable[int], parent_pid: int, prctl: Callable[..., int
             pass
     if prctl is not None:
         prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG: die with the zygote
+        # What the model detaches (setsid, double fork) is re-parented to this job, never to the
+        # zygote, so the zygote's sweep cannot reach the escapes of a job still running.
+        set_subreaper(True, prctl)
     if os.getppid() != parent_pid:
         os._exit(_EXIT_NO_RESULT)
     try:
@@ -346,4 +350,7 @@ def run_child(
     except BaseException:  # noqa: BLE001 - reported by the zygote as a crash
         pass
     finally:
-        _os_exit(code)
+        try:
+            kill_descendants()  # the job's processes end with it, detached or not
+        finally:
+            _os_exit(code)

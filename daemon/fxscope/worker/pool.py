@@ -22,6 +22,7 @@ import subprocess
 import sys
 import threading
 import time
+import uuid
 import weakref
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
@@ -30,6 +31,7 @@ from typing import Any
 
 from fxscope.errors import WorkerStartError
 
+from . import reaper
 from .protocol import ProtocolError, encode, grow_pipe, read_message, validate_reply, write_all
 
 __all__ = ["JobHandle", "WorkerPool"]
@@ -47,6 +49,10 @@ STARTUP_TIMEOUT = 180.0
 WATCHDOG_GRACE = 15.0
 WATCHDOG_INTERVAL = 0.5
 MAX_ATTEMPTS = 2  # a job whose zygote was replaced because of another job is run again once
+#: Set in each zygote's environment (one value per pool): what a killed zygote's tree leaves
+#: behind is recognised by it once re-parented to the pool's process.
+POOL_ENV = "FXSCOPE_WORKER_POOL"
+SWEEP_ROUNDS = 50
 
 _PACKAGE_PARENT = str(Path(__file__).resolve().parent.parent.parent)
 
@@ -249,8 +255,10 @@ class _Zygote:
             scratch = (self.info or {}).get("scratch")
             if scratch:  # normally removed by the zygote; not if it was killed
                 shutil.rmtree(scratch, ignore_errors=True)
-            self.exited.set()
             pool = self._pool()
+            if pool is not None:
+                pool._zygote_reaped(self)
+            self.exited.set()
             if pool is not None:
                 pool._on_exit(self)
 
@@ -298,6 +306,27 @@ def _open_log(path: Path) -> Any:
 
 
 _pools: weakref.WeakSet[WorkerPool] = weakref.WeakSet()
+_adoption_lock = threading.Lock()
+_adopting = 0  # pools of this process with a zygote: while > 0, this process is a subreaper
+
+
+def _adopt() -> None:
+    """One more pool needs this process to adopt what its zygote's tree leaves behind."""
+    global _adopting
+    with _adoption_lock:
+        _adopting += 1
+        if _adopting == 1 and not reaper.set_subreaper(True):
+            log.debug("fxscope worker: cannot be a child subreaper; a killed worker's detached "
+                      "processes are not collected")
+
+
+def _release() -> None:
+    """A pool was closed and swept: stop adopting orphans once no pool needs it."""
+    global _adopting
+    with _adoption_lock:
+        _adopting -= 1
+        if _adopting == 0:
+            reaper.set_subreaper(False)
 
 
 @atexit.register
@@ -357,6 +386,10 @@ class WorkerPool:
         self._info: dict[str, Any] | None = None
         self._torch_checked = 0.0
         self._watchdog: threading.Thread | None = None
+        self._pool_env = f"{os.getpid()}-{uuid.uuid4().hex}"
+        self._live: dict[int, _Zygote] = {}  # zygotes started and not yet reaped, by pid
+        self._sessions: set[int] = set()  # every zygote's pid: the session of its jobs
+        self._adopting = False
         _pools.add(self)
 
     # -- public API -----------------------------------------------------------------------------
@@ -428,6 +461,8 @@ class WorkerPool:
             self._running.clear()
         if zygote is not None:
             zygote.close(wait=None if zygote.is_reader_thread() else SHUTDOWN_GRACE)
+        self._sweep()
+        self._maybe_release()
         self._complete([(h, _cancelled(), None) for h in pending])
 
     def __enter__(self) -> WorkerPool:
@@ -454,6 +489,7 @@ class WorkerPool:
     def _environment(self) -> dict[str, str]:
         env = dict(os.environ)
         env.update(self.env)
+        env[POOL_ENV] = self._pool_env
         path = env.get("PYTHONPATH")
         env["PYTHONPATH"] = _PACKAGE_PARENT + (os.pathsep + path if path else "")
         return env
@@ -461,12 +497,46 @@ class WorkerPool:
     def _start_zygote(self) -> _Zygote:
         """Return the live zygote, starting one if needed. Lock held."""
         if self._zygote is None:
+            if not self._adopting:  # before the first fork: nothing of the tree may reach init
+                self._adopting = True
+                _adopt()
             self._zygote = _Zygote(self, self._command(), self._environment(), self.log_path)
+            self._live[self._zygote.proc.pid] = self._zygote
+            self._sessions.add(self._zygote.proc.pid)
             if self._watchdog is None or not self._watchdog.is_alive():
                 self._watchdog = threading.Thread(target=_watch, args=(weakref.ref(self),),
                                                   name="fxscope-worker-watchdog", daemon=True)
                 self._watchdog.start()
         return self._zygote
+
+    def _zygote_reaped(self, zygote: _Zygote) -> None:
+        """Reader thread: ``zygote``'s process was reaped; collect what its tree left behind."""
+        with self._lock:
+            self._live.pop(zygote.proc.pid, None)
+        self._sweep()
+        self._maybe_release()
+
+    def _sweep(self) -> None:
+        """SIGKILL and reap the processes of this pool's zygote trees that were re-parented to this
+        process (a killed zygote's jobs and what they detached), round after round: what a killed
+        one had forked is re-parented here in turn. Only those pids are ever waited for."""
+        if not self._sessions:
+            return
+        token = f"{POOL_ENV}={self._pool_env}"
+        for _ in range(SWEEP_ROUNDS):
+            with self._lock:  # no zygote is being started while its pid is not yet excluded
+                found = reaper.adopted(token, self._sessions, exclude=set(self._live))
+                reaper.kill_all(found)
+            if not found:
+                return
+            reaper.reap(found)
+
+    def _maybe_release(self) -> None:
+        with self._lock:
+            if not self._closed or self._live or not self._adopting:
+                return
+            self._adopting = False
+        _release()
 
     def _check_overdue(self) -> bool:
         """Watchdog (lock NOT held): kill a zygote that missed its start-up deadline or a job's

@@ -34,12 +34,13 @@ import threading
 import time
 import traceback
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from .child import DEFAULT_RUNNER, JobFiles, OutputBuffer, parse_faulthandler, run_child
 from .protocol import FrameDecoder, ProtocolError, encode, grow_pipe, validate_child_result, write_all
+from .reaper import child_pids, load_prctl, set_subreaper
 
 __all__ = ["Zygote", "main"]
 
@@ -47,7 +48,6 @@ DUMP_GRACE = 0.4  # seconds between SIGUSR1 (stack dump) and SIGKILL on timeout
 POLL_INTERVAL = 1.0  # reap at least this often while children run, even without SIGCHLD
 PARENT_CHECK_INTERVAL = 0.2  # seconds between checks that the pool still exists, during start-up
 MAX_RESULT_BYTES = 256 * 1024 * 1024  # a larger result file is a fault, never read
-_PR_SET_CHILD_SUBREAPER = 36  # orphans of a job (double fork, setsid) are re-parented to us
 
 
 @dataclass
@@ -95,9 +95,10 @@ class Zygote:
         self._out: deque[memoryview] = deque()
         self._decoder = FrameDecoder()
         self._counter = 0
-        self._prctl = _load_prctl()
-        if self._prctl is not None:
-            self._prctl(_PR_SET_CHILD_SUBREAPER, 1)
+        self._prctl = load_prctl()
+        # Each job's child is a subreaper of its own: what reaches the zygote was left by a job
+        # that ended (was killed before it could kill its descendants).
+        set_subreaper(True, self._prctl)
         self._wake_r, self._wake_w = os.pipe()
         os.set_blocking(self._wake_r, False)
         os.set_blocking(self._wake_w, False)
@@ -254,7 +255,7 @@ class Zygote:
     def reap(self) -> None:
         """Collect every exited child and report it. A job's process group is killed while its
         exited leader still holds the group id, so nothing the job forked outlives it; orphans
-        re-parented to this subreaper (``setsid`` escapes) are killed too."""
+        re-parented to this subreaper (``setsid`` escapes of a job that was killed) are killed too."""
         sweep = False
         while True:
             try:
@@ -284,10 +285,11 @@ class Zygote:
             self.kill_orphans()
 
     def kill_orphans(self) -> int:
-        """SIGKILL every child process of the zygote that is not a job (re-parented orphans of
-        jobs that escaped their process group); return how many. They are reaped by :meth:`reap`."""
+        """SIGKILL every child process of the zygote that is not a job; return how many. They are
+        re-parented orphans of jobs that ended: a running job's orphans are re-parented to its own
+        child, a subreaper too. They are reaped by :meth:`reap`."""
         count = 0
-        for pid in _child_pids():
+        for pid in child_pids():
             if pid not in self.children:
                 try:
                     os.kill(pid, signal.SIGKILL)
@@ -425,7 +427,7 @@ class Zygote:
                     pid = 0
                 if not pid:
                     break
-            if not killed and not _child_pids():
+            if not killed and not child_pids():
                 break
             time.sleep(0.01)
         shutil.rmtree(self.scratch, ignore_errors=True)
@@ -455,37 +457,6 @@ def _kill_group(pgid: int) -> None:
         os.killpg(pgid, signal.SIGKILL)
     except OSError:
         pass
-
-
-def _child_pids() -> list[int]:
-    """Process ids whose parent is this process (from ``/proc``; empty where unavailable)."""
-    me = os.getpid()
-    pids: list[int] = []
-    try:
-        tasks = os.listdir(f"/proc/{me}/task")
-    except OSError:
-        return pids
-    for tid in tasks:
-        try:
-            with open(f"/proc/{me}/task/{tid}/children") as fh:
-                pids += [int(p) for p in fh.read().split()]
-        except (OSError, ValueError):
-            return _child_pids_by_scan(me)
-    return pids
-
-
-def _child_pids_by_scan(me: int) -> list[int]:
-    pids = []
-    for name in os.listdir("/proc"):
-        if name.isdigit():
-            try:
-                with open(f"/proc/{name}/stat") as fh:
-                    fields = fh.read().rsplit(")", 1)[1].split()
-            except (OSError, IndexError):
-                continue
-            if len(fields) > 1 and fields[1] == str(me):
-                pids.append(int(name))
-    return pids
 
 
 def _load_result(path: str) -> tuple[dict[str, Any] | None, str | None]:
@@ -528,17 +499,6 @@ def _drain(fd: int) -> None:
             pass
     except OSError:
         pass
-
-
-def _load_prctl() -> Callable[..., int] | None:
-    if not sys.platform.startswith("linux"):
-        return None
-    try:
-        import ctypes
-
-        return ctypes.CDLL(None, use_errno=True).prctl  # type: ignore[no-any-return]
-    except (ImportError, OSError, AttributeError):
-        return None
 
 
 def _announce(fd: int, stage: str, module: str | None = None) -> None:
