@@ -139,6 +139,13 @@ EXPECTED: dict[tuple[str, str], list[tuple[str, str, str, str, list[str]]]] = {
         ("FXS101", "unrecordable.py", "FXS101 layer", "x.sum() > 0", ["layers.0", "layers.1"]),
         ("FXS107", "unrecordable.py", "FXS107 call", "layer(x, cache)", [""]),
     ],
+    ("unrecordable_output", "ReturnsObject"): [
+        ("FXS107", "unrecordable_output.py", "FXS107 object", "return State(self.proj(x))", [""])],
+    ("unrecordable_output", "ReturnsDictWithObject"): [
+        ("FXS107", "unrecordable_output.py", "FXS107 dict", 'return {"hidden": h, "state": State(h)}', [""])],
+    ("unrecordable_output", "ConsumesObject"): [],
+    ("unrecordable_output", "FailingCaller"): [
+        ("FXS101", "unrecordable_output.py", "FXS101 caller", "state.hidden.sum() > 0", [""])],
     ("multi", "ManyProblems"): [
         ("FXS101", "multi.py", "FXS101 if", "x.sum() > 0", [""]),
         ("FXS103", "multi.py", "FXS103 len", "len(x)", [""]),
@@ -395,6 +402,28 @@ def test_a_call_fx_cannot_record_fails_the_caller_and_exploration_goes_on() -> N
     assert report.status == "failed"
     assert statuses(report) == {"": "failed", "layers": "traced", "layers.0": "failed", "layers.0.proj": "leaf",
                                 "layers.1": "failed", "layers.1.proj": "leaf"}
+
+
+def test_an_output_fx_cannot_record_is_fxs107_at_the_return_that_ran() -> None:
+    """fx fails after the root forward returned, with no model frame on the stack: the finding
+    (located by test_findings at the `return` that ran) names the part fx rejected and its type."""
+    for name, part in (("ReturnsObject", "it is a"), ("ReturnsDictWithObject", '`output["state"]` is a')):
+        _, report = run(model_class("unrecordable_output", name))
+        (finding,) = report.findings
+        assert f"{part} `unrecordable_output.State`" in finding.message, finding.message
+        assert "NotImplementedError: argument of type" in finding.message
+        assert "Return tensors" in finding.hint and "use_cache" not in finding.hint
+        assert report.status == "failed"
+        assert statuses(report) == {"": "failed", "proj": "leaf"}
+
+
+def test_a_child_traced_on_its_own_returning_an_object_fails_without_a_finding() -> None:
+    """In the model the caller receives the object (fx records that); only the child's graph of
+    its own would need it as an output, which is no problem of the model."""
+    built, report = run(model_class("unrecordable_output", "FailingCaller"))
+    assert [f.code for f in report.findings] == ["FXS101"], describe(report.findings)
+    assert statuses(report) == {"": "failed", "inner": "failed", "inner.proj": "leaf"}
+    assert "State" in report.collection.failure_msg(built.model.inner)
 
 
 def test_decorated_and_varargs_children_of_a_failed_module() -> None:

@@ -361,6 +361,7 @@ def check_against_plain_fx(key: tuple[str, str] | str, factory: Callable[[], nn.
         assert ours is not None
         assert [_node_key(n) for n in ours.nodes] == [_node_key(n) for n in graph.nodes]
         return
+    assert errors, f"plain fx fails on {key} ({visited[-1][1]}), fxscope reports no error"
     reported = {(f.location.file, f.location.line) for f in errors}
     reported |= {(f.anchor.file, f.anchor.line) for f in errors if f.anchor is not None}
     for line, message in visited:
@@ -431,3 +432,45 @@ def test_transformers_models_agree_with_plain_fx(name: str, usual_args: bool) ->
 
     cargs = _usual_concrete_args(factory()) if usual_args else None
     check_against_plain_fx(name, factory, cargs)
+
+
+# ---------------------------------------------------------------------- outputs fx cannot record
+@pytest.mark.parametrize("name", ["ReturnsObject", "ReturnsDictWithObject"])
+def test_plain_fx_fails_on_the_output_fxscope_reports(name: str) -> None:
+    """Plain fx fails inside fx, after the forward returned (no model line in its traceback):
+    fxscope's FXS107 is the only place that says where the value came from."""
+    model = build_model(model_class("unrecordable_output", name), device="meta", is_user_file=is_user_file).model
+    with pytest.raises(NotImplementedError, match="unrecordable_output.State"):
+        fx.symbolic_trace(model)
+    _, report = run(model_class("unrecordable_output", name))
+    assert [f.code for f in _errors(report)] == ["FXS107"]
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
+@pytest.mark.parametrize("name", ["t5", "bart"])
+def test_transformers_cache_output_is_fxs107_at_the_models_return(name: str) -> None:
+    """Shape-aware tracing gets through a T5/BART forward with the config's use_cache=True; the
+    `EncoderDecoderCache` it returns has no graph form in fx. FXS107 at the `return` that ran,
+    naming the cache; with `use_cache=False` (the hint) the model traces."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    pytest.importorskip("transformers")
+    from transformers.cache_utils import DynamicCache, EncoderDecoderCache
+
+    from fxscope.trace.inputs import default_inputs, example_tensors
+    from hf_models import small_hf_models
+
+    with pytest.raises(NotImplementedError, match="EncoderDecoderCache"):  # plain fx's own verdict
+        fx.Tracer().create_arg(EncoderDecoderCache(DynamicCache(), DynamicCache()))
+    model = small_hf_models()[name]().eval()
+    inputs = example_tensors(default_inputs(model))
+    report = analyze(model, {}, inputs=inputs)
+    (finding,) = _errors(report)
+    forward = inspect.unwrap(type(model).forward)
+    lines, first = inspect.getsourcelines(forward)
+    assert finding.code == "FXS107" and [path for path, _ in finding.scopes] == [""]
+    assert finding.location.file == os.path.abspath(forward.__code__.co_filename)
+    assert lines[finding.location.line - first].strip().startswith("return Seq2SeqModelOutput(")
+    assert '`output["past_key_values"]` is a `transformers.cache_utils.EncoderDecoderCache`' in finding.message
+    assert "use_cache = false" in finding.hint
+    fixed = analyze(model, {"use_cache": False}, inputs=inputs)
+    assert fixed.status == "traced" and not _errors(fixed), describe(_errors(fixed))

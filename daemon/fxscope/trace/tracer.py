@@ -40,6 +40,7 @@ from torch.fx import Graph, Node, Proxy, Tracer
 
 from fxscope.trace.classify import bool_construct, classify_exception, is_numpy, quoted, subject
 from fxscope.trace.findings import Finding, FindingSet
+from fxscope.trace.outputs import ReturnedValue, call_watching_return, unrecordable_output_hint, unrecordable_part
 from fxscope.trace.placeholders import assert_skip, is_consequence, skipping_asserts, unpack_count
 from fxscope.trace.proxy_hooks import proxy_hooks
 from fxscope.trace.frames import (
@@ -266,6 +267,8 @@ class RobustTracer(Tracer):
         #: {code: {assert line: next line}}: asserts that failed only on placeholders.
         self._skips: dict[types.CodeType, dict[int, int]] = {}
         self._retry = False
+        #: What the root's forward returned (None until it returns): fx records it as the output.
+        self._returned: ReturnedValue | None = None
 
     @property
     def param_order(self) -> list[str]:
@@ -323,15 +326,19 @@ class RobustTracer(Tracer):
         leaf_root = isinstance(root, nn.Module) and self.is_leaf_module(root, "")
         try:
             for attempt in range(self._MAX_RETRIES + 1):
+                self._returned = None
                 try:
                     with proxy_hooks(), skipping_asserts(self._skips):
                         if leaf_root:
                             graph = self._trace_leaf_root(root, concrete_args)
                         else:
                             graph = super().trace(root, concrete_args)
-                except Exception as e:  # the root's own forward raised
+                except Exception as e:  # the root's own forward raised, or fx could not record its output
                     if root_call is None:
                         raise
+                    if self._returned is not None:
+                        self._report_output(e, self._returned, root_call)
+                        break
                     self._record_exception(e, root_call)
                     graph = self.graph
                     if self._retry and attempt < self._MAX_RETRIES:
@@ -347,6 +354,7 @@ class RobustTracer(Tracer):
             self._calls.clear()
             self._entry_frame = None
             self._placeholder_frames.clear()
+            self._returned = None
         if root_call is not None and root_call.failed:
             self.record_call_module(root, root_call.message or "failed")
             self.completed.clear()
@@ -358,8 +366,20 @@ class RobustTracer(Tracer):
 
     def create_args_for_root(self, root_fn: Callable[..., Any], is_module: bool,
                              concrete_args: dict[str, Any] | tuple | None = None) -> tuple[Any, list[Any]]:
-        """Like fx, except for a decorated forward: see :func:`decorated_root_args`."""
-        return decorated_root_args(self, super().create_args_for_root, root_fn, is_module, concrete_args)
+        """Like fx, except for a decorated forward (see :func:`decorated_root_args`); a module's
+        forward is called through :func:`~fxscope.trace.outputs.call_watching_return`, so an output
+        fx cannot record is reported at the ``return`` that produced it."""
+        fn, args = decorated_root_args(self, super().create_args_for_root, root_fn, is_module, concrete_args)
+        if not is_module:
+            return fn, args
+        code = getattr(inspect.unwrap(root_fn), "__code__", None)
+
+        def forward_returning(*values: Any) -> Any:
+            self._returned = call_watching_return(fn, code, values)
+            return self._returned.value
+
+        forward_returning.__wrapped__ = fn  # type: ignore[attr-defined]
+        return forward_returning, args
 
     def _trace_leaf_root(self, root: nn.Module, concrete_args: dict[str, Any] | None) -> Graph:
         """A leaf root: placeholders, one call_module node, the output."""
@@ -489,6 +509,53 @@ class RobustTracer(Tracer):
         if explored is not None:
             return explored
         return self.create_proxy("call_function", _unrecorded_call, (full,), {})
+
+    def _report_output(self, e: Exception, returned: ReturnedValue, call: _ModuleCall) -> None:
+        """FXS107 at the root forward's ``return``: its value (``returned``) has a part fx cannot
+        record as the graph output (``e`` is fx's error). A submodule traced on its own (its parent
+        failed) fails without a finding: in the model its caller receives the value, which fx
+        records; only a graph of its own would need it as an output."""
+        forward = inspect.unwrap(type(call.module).forward)
+        where = f"`{type(call.module).__name__}.forward`"
+        value = returned.value
+        spec = getattr(getattr(self.graph._codegen, "pytree_info", None), "out_spec", None)
+        if spec is not None and isinstance(value, list):  # fx flattened it (pytree concrete args)
+            from torch.utils import _pytree
+
+            value = _pytree.tree_unflatten(value, spec)
+        part = unrecordable_part(value, self._recordable)
+        if part is not None:
+            path, cls = part
+            what = "it is" if path == "output" else f"`{path}` is"
+            message = (f"{where} returns a value fx cannot record as the graph output: {what} a "
+                       f"`{type_name(cls)}`, which has no graph form ({type(e).__name__}: {e})")
+            shown = cls.__name__
+        else:
+            message = f"{where} returns a value fx cannot record as the graph output ({type(e).__name__}: {e})"
+            shown = type(value).__name__
+        if self.prefix:
+            call.failed = True
+            call.message = call.message or f"traced on its own: {message}"
+            return
+        try:
+            takes_use_cache = "use_cache" in inspect.signature(forward).parameters
+        except (TypeError, ValueError):
+            takes_use_cache = False
+        loc = returned.location
+        code = getattr(forward, "__code__", None)
+        anchor = None if code is not None and self.classifier.kind(code) == USER else self.default_anchor
+        self._add_finding("FXS107", message, loc, anchor, [], unrecordable_output_hint(shown, takes_use_cache), call)
+
+    def _recordable(self, leaf: Any) -> bool:
+        """Whether fx can record ``leaf`` (not a tuple, list or dict) as part of a graph output."""
+        if isinstance(leaf, (Proxy, torch.Tensor, str, int, float, complex, type(None), type(...),
+                             torch.dtype, torch.device, torch.memory_format, torch.layout)):
+            return True
+        try:
+            self.create_arg(leaf)  # the root failed: whatever this adds to its graph is discarded
+        except Exception:
+            return False
+        return True
 
     def _user_anchor(self, m: nn.Module) -> SourceLocation | None:
         """For a module whose forward is not user code, where user code called into it (the
