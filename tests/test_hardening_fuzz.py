@@ -61,18 +61,8 @@ class _Server:
         self.thread.start()
         self.client = make_client()
         self.run(self.client.start_io(*SERVER))
+        # no wait for the start-up check: the first example's edits land while it runs
         self.run(initialize(self.client, [root], VSCODE))
-        self.run(self._idle())
-
-    async def _idle(self) -> None:
-        """Wait until the start-up check is over (the server idle for two polls in a row)."""
-        quiet = 0
-        while quiet < 2:
-            await asyncio.sleep(0.5)
-            status = await self.client.workspace_execute_command_async(
-                types.ExecuteCommandParams(command="fxscope.status"))
-            folder = status["folders"][0]
-            quiet = quiet + 1 if folder["running"] == 0 and folder["queued"] == 0 else 0
 
     def run(self, coro, timeout: float = 300):
         return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)

@@ -230,6 +230,7 @@ class Workspace:
         # discovery
         self._files: set[str] | None = None
         self._discovery: Discovery | None = None
+        self._known: frozenset[str] | None = None  # target ids of _discovery
         # scheduler
         self._pending: set[str] = set()  # changed root-relative files awaiting the debounce
         self._pending_all = False
@@ -512,7 +513,7 @@ class Workspace:
             snapshot = self._snapshot
             old = self._discovery
             discovery = self._discover(snapshot)
-            self._discovery = discovery
+            self._set_discovery(discovery)
             pending, self._pending = self._pending, set()
             everything, self._pending_all = self._pending_all, False
             wanted: set[str] = set()
@@ -604,6 +605,31 @@ class Workspace:
         return st is None or self._requested.get(tid, -1) > st.generation
 
     # -- store -----------------------------------------------------------------------------------
+    def _set_discovery(self, discovery: Discovery) -> None:
+        """Make ``discovery`` (of the current snapshot) the workspace's (lock held). Its parse
+        errors (FXS402) are findings of their files as much as traced results are: the files whose
+        errors changed are announced to ``on_results`` like a delivered result's, and the memo of
+        ``findings_for`` is invalidated. No trace may run after such an edit (a class file that no
+        longer parses has no target left), so nothing else would announce them."""
+        old = self._discovery
+        self._discovery = discovery
+        self._known = frozenset(t.id for t in discovery.targets)
+
+        def errors(d: Discovery | None) -> dict[str, list[tuple[int, int, str]]]:
+            out: dict[str, list[tuple[int, int, str]]] = {}
+            for e in d.file_errors if d is not None else ():
+                out.setdefault(e.file, []).append((e.line, e.column, e.message))
+            return out
+
+        before, after = errors(old), errors(discovery)
+        changed = {rel for rel in set(before) | set(after) if before.get(rel) != after.get(rel)}
+        if not changed:
+            return
+        self._store_version += 1
+        ev = ResultsEvent(tuple(sorted(Path(rel) if rel.startswith("/") else self.root / rel for rel in changed)),
+                          self._generation)
+        threading.Thread(target=self._on_results, args=(ev,), daemon=True).start()
+
     def deliver(self, result: TargetResult, snapshot: Snapshot, discovery: Discovery | None = None) -> bool:
         """Store ``result``, computed for ``snapshot``, unless a result of a newer snapshot is
         already stored (then False: nothing older ever replaces something newer); tells
@@ -615,6 +641,8 @@ class Workspace:
             old = self._results.get(tid)
             if old is not None and old.generation > snapshot.generation:
                 return False  # computed for an older snapshot: never replaces a newer result
+            if self._known is not None and tid not in self._known and discovery is not self._discovery:
+                return False  # its target is gone since (e.g. its file no longer parses): no result
             deps = _deps_of(result, discovery)
             versions = {rel: snapshot.versions.get(str(self.root / rel)) for rel in deps}
             self._results[tid] = _Stored(result, snapshot.generation, findings, deps, versions)
@@ -875,7 +903,7 @@ class Workspace:
             self._check_open()
             snapshot = self._snapshot
             discovery = self._discover(snapshot)
-            self._discovery = discovery
+            self._set_discovery(discovery)
             self._forget(set(self._results) - {t.id for t in discovery.targets})
             targets = self._engine.select(discovery, [Path(p) for p in paths] if paths is not None else None,
                                           shard=shard)
