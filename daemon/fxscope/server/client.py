@@ -120,7 +120,11 @@ def _start_lock(paths: DaemonPaths) -> Iterator[None]:
     """Serialise concurrent starters (two ``check --daemon`` at once start one daemon)."""
     import fcntl
 
-    fd = os.open(paths.start_lock, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fd = os.open(paths.start_lock, os.O_RDWR | os.O_CREAT, 0o600)
+    except OSError as exc:  # e.g. a read-only workspace: one clear line, not an internal error
+        raise DaemonError(f"cannot start the daemon in {paths.directory}: {exc.strerror or exc} "
+                          "(pass --cache-dir DIR, or check without --daemon)") from None
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         yield
