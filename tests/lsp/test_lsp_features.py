@@ -109,11 +109,37 @@ async def test_code_lens_titles(client: LanguageClient, tmp_path):
     assert shared["Block"].title.startswith("partial · ") and "nodes · a failing submodule" in shared["Block"].title, shared["Block"]
     needs = await lenses(root / "needs_args.py")
     assert needs["Scaled"].title == "not traced: needs constructor arguments (configure a factory)"
-    # clicking a lens runs showGraph: text plus a JSON graph
+    # clicking a lens runs showGraph: text plus the graph document (docs/graph-format.md)
     result = await client.workspace_execute_command_async(types.ExecuteCommandParams(
         command=clean["MLP"].command, arguments=clean["MLP"].arguments))
     assert result["text"].startswith("graph clean.py::MLP")
-    assert result["graph"]["target"] == "clean.py::MLP" and result["graph"]["graphs"][0]["nodes"]
+    doc = result["graph"]
+    assert doc["version"] == 1 and doc["target"] == "clean.py::MLP" and doc["module"] is None
+    assert doc["status"] == "traced" and doc["findings"] == []
+    nodes = {n["name"]: n for n in doc["graphs"][0]["nodes"]}
+    assert nodes["output"]["inputs"] and all(i in nodes for n in nodes.values() for i in n["inputs"])
+    assert {m["path"]: m["status"] for m in doc["modules"]}[""] == "traced"
+    assert result["folder"] == uri(root)
+    # a partial target: its failing modules (every Attention instance) and their finding, as the
+    # renderer highlights them
+    stack = (await client.workspace_execute_command_async(types.ExecuteCommandParams(
+        command="fxscope.showGraph", arguments=["shared_class.py::Stack", None, uri(root)])))["graph"]
+    statuses = {m["path"]: m["status"] for m in stack["modules"]}
+    assert stack["status"] == "partial" and statuses["blocks.1.attn"] == "failed", statuses
+    assert [f["code"] for f in stack["findings"]] == ["FXS101"]
+    # the module path is honoured: that block's subgraph, modules and findings only
+    block = (await client.workspace_execute_command_async(types.ExecuteCommandParams(
+        command="fxscope.showGraph", arguments=["shared_class.py::Stack", "blocks.1"])))["graph"]
+    assert block["module"] == "blocks.1" and block["graphs"]
+    assert all(n["scope"].startswith("blocks.1") for g in block["graphs"] for n in g["nodes"])
+    assert {m["path"] for m in block["modules"]} == {p for p in statuses if p.startswith("blocks.1")}
+    assert [f["code"] for f in block["findings"]] == ["FXS101"]
+    norm = (await client.workspace_execute_command_async(types.ExecuteCommandParams(
+        command="fxscope.showGraph", arguments=["shared_class.py::Stack", "norm"])))["graph"]
+    assert norm["findings"] == [] and [m["path"] for m in norm["modules"]] == ["norm"]
+    with pytest.raises(Exception, match="no module"):
+        await client.workspace_execute_command_async(types.ExecuteCommandParams(
+            command="fxscope.showGraph", arguments=["shared_class.py::Stack", "no.such.module"]))
 
 
 async def _actions(client, path: Path, line0: int) -> dict[str, types.CodeAction]:

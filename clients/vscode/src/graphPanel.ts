@@ -7,9 +7,13 @@
 import * as path from "node:path";
 import * as vscode from "vscode";
 
+/** The answer of the server's `fxscope.showGraph`: a text rendering, the graph document the
+ * renderer draws (docs/graph-format.md: graphs, modules with their status, findings) and the URI
+ * of the workspace folder whose root its file paths are relative to. */
 export interface ShowGraphResult {
   text?: string;
   graph?: { target: string; root?: string; [key: string]: unknown };
+  folder?: string;
 }
 
 function nonce(): string {
@@ -53,7 +57,7 @@ export class GraphPanel implements vscode.Disposable {
     }
     const current = GraphPanel.current;
     current.panel.title = title;
-    current.root = result.graph?.root ? vscode.Uri.file(result.graph.root) : root;
+    current.root = result.graph?.root ? vscode.Uri.file(result.graph.root) : result.folder ? vscode.Uri.parse(result.folder) : root;
     current.panel.webview.html = current.html(result);
     current.panel.reveal(vscode.ViewColumn.Beside, true);
     return current;

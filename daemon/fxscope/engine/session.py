@@ -37,6 +37,7 @@ from fxscope.cache import hash_json
 from fxscope.engine.engine import Engine
 from fxscope.engine.results import TargetResult, drop_covered_skips
 from fxscope.errors import CheckError, CheckInterrupted
+from fxscope.graphview.document import GraphDocument, build_document
 from fxscope.model import ClassSummary, Finding, GraphView, NodeInfo, Snapshot
 from fxscope.project.config import Config, ConfigError, load_config
 from fxscope.project.discovery import Discovery, Target, discover
@@ -880,6 +881,26 @@ class Workspace:
         status = "pending" if pending else str(st.result.body.get("status", "error"))
         findings = tuple(Finding.from_json(f) for f in st.findings)
         return GraphView(target_id, module, status, tuple(graphs), findings, tuple(edges))
+
+    def graph_document(self, target_id: str, module: str | None = None) -> GraphDocument:
+        """The graph document (version 1, docs/graph-format.md) of one target, or of one module
+        in it, as the HTML report draws it: graphs, the modules with their status, the target's
+        findings. ``status`` is ``pending`` while it is being traced or was never traced. Raises
+        KeyError for an unknown target, GraphModuleError for a module it does not have."""
+        with self._lock:
+            st = self._results.get(target_id)
+            known = self._discovery is not None and any(t.id == target_id for t in self._discovery.targets)
+            if st is None and not known:
+                raise KeyError(target_id)
+            pending = target_id in self._running
+        if st is None:  # nothing known about its modules yet: an empty document of the one asked for
+            doc = build_document(target_id, status="pending", graphs=())
+            doc["module"] = module
+            return doc
+        body = st.result.body
+        return build_document(target_id, status="pending" if pending else str(body.get("status", "error")),
+                              graphs=body.get("graphs") or (), modules=body.get("modules") or (),
+                              findings=st.findings, module=module)
 
     def target_for_class(self, path: Path, line: int) -> str | None:
         """The id of the class target defined at ``line`` of ``path``, or of the class whose body

@@ -1,5 +1,6 @@
-"""``workspace/executeCommand``: ``fxscope.showGraph`` (text and a JSON graph clients can draw),
-``fxscope.retrace``, ``fxscope.clearCache``, ``fxscope.status``.
+"""``workspace/executeCommand``: ``fxscope.showGraph`` (text, and the graph document of
+docs/graph-format.md that the renderer draws), ``fxscope.retrace``, ``fxscope.clearCache``,
+``fxscope.status``.
 
 Arguments are checked here (a malformed call is an InvalidParams error, never a crash).
 
@@ -18,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from pygls.exceptions import JsonRpcInvalidParams
 
+from fxscope.graphview.document import GraphModuleError
 from fxscope.lsp.folders import Folder, uri_to_path
 
 if TYPE_CHECKING:
@@ -79,9 +81,14 @@ class Commands:
         if module is not None and not isinstance(module, str):
             raise _invalid("the module path must be a string or null")
         for folder in self._folder(args[2] if len(args) > 2 else None):
-            view = folder.workspace.graph(target, module)
-            if view.status != "unknown" or view.graphs:
-                return {"text": graph_text(view), "graph": view.to_json(), "folder": folder.uri}
+            try:
+                document = folder.workspace.graph_document(target, module)
+                view = folder.workspace.graph(target, module)
+            except KeyError:
+                continue  # not a target of this folder
+            except GraphModuleError as e:
+                raise _invalid(str(e)) from None
+            return {"text": graph_text(view), "graph": document, "folder": folder.uri}
         raise _invalid(f"no target {target!r}")
 
     def retrace(self, args: tuple[Any, ...]) -> dict[str, Any]:
