@@ -144,13 +144,40 @@ def test_burst_of_changes_runs_at_most_twice_and_ends_with_the_final_text(tmp_pa
         clock.advance(0.3)
         assert ws.wait_idle(IDLE)
         runs = rec.finished(mark)
-        assert 1 <= runs.count("net.py::Net") <= 2, runs
+        # each burst runs at most twice: its first edit at once (leading edge), its last after
+        # the debounce (trailing edge); the pause splits the 20 edits into two bursts
+        assert 1 <= runs.count("net.py::Net") <= 4, runs
         result = ws.findings_for(path)
         assert result.version == 21
         [finding] = result.findings
         assert (finding.code, finding.location.line) == ("FXS101", _line_of(text, "# edit 21"))
         assert finding.location.column == 12 and finding.target == "net.py::Net"
         assert rec.warnings == []
+
+
+def test_an_isolated_edit_runs_at_once_and_a_burst_waits_for_the_debounce(tmp_path: Path) -> None:
+    write_tree(tmp_path, {"net.py": NET, "pyproject.toml": "[tool.fxscope]\nworkers = 1\n"})
+    path = tmp_path / "net.py"
+    clock, rec = ManualClock(), Recorder()
+    with _workspace(tmp_path, clock, rec, debounce_s=0.3) as ws:
+        _started(ws, clock)
+        disk = path.read_text()
+        ws.open(path, 1, disk)
+        ws.change(path, 2, _with_branch(disk, 2))
+        clock.advance(0.0)  # no debounce for an edit after a quiet period
+        assert ws.wait_idle(IDLE)
+        assert ws.findings_for(path).version == 2
+        ws.change(path, 3, _with_branch(disk, 3))  # right after it: a burst begins
+        clock.advance(0.1)
+        ws.change(path, 4, _with_branch(disk, 4))
+        clock.advance(0.1)
+        assert ws.findings_for(path).version == 2  # coalescing on the trailing edge
+        clock.advance(0.3)
+        assert ws.wait_idle(IDLE)
+        result = ws.findings_for(path)
+        assert result.version == 4
+        [finding] = result.findings
+        assert finding.location.line == _line_of(_with_branch(disk, 4), "# edit 4")
 
 
 SLOW = """

@@ -95,7 +95,8 @@ class MonotonicClock:
 class SessionSettings:
     """Front-end settings, merged over ``[tool.fxscope]`` (None keeps the config's value).
 
-    ``debounce_s``: quiet time after the last change before re-tracing; ``trace_on``: ``"type"``
+    ``debounce_s``: quiet time after the last change of a burst before re-tracing (the first
+    change after such a quiet time re-traces at once); ``trace_on``: ``"type"``
     re-traces unsaved buffers, ``"save"`` only saved files; ``workers``/``timeout`` override the
     config; ``enabled`` False keeps the store but runs nothing; ``cache_dir`` overrides the cache
     directory; ``use_cache`` False traces everything once (``--no-cache``)."""
@@ -236,6 +237,7 @@ class Workspace:
         self._pending: set[str] = set()  # changed root-relative files awaiting the debounce
         self._pending_all = False
         self._timer: Timer | None = None
+        self._last_edit: float | None = None  # clock time of the last change (leading edge)
         self._requested: dict[str, int] = {}  # target id -> newest generation it must reflect
         self._running: dict[str, int] = {}  # target id -> generation of its running round
         self._rounds = 0
@@ -483,11 +485,17 @@ class Workspace:
         return out
 
     def _changed(self, rel: str) -> None:
-        """Mark what depends on ``rel`` stale now (killing running jobs), run it after the debounce."""
+        """Mark what depends on ``rel`` stale now (killing running jobs) and schedule the re-run:
+        at once for an edit after a quiet period (leading edge: an isolated edit pays no
+        debounce), after the debounce for an edit inside a burst (the burst's edits coalesce on
+        the trailing edge; each kills the job the previous one started)."""
         self._pending.add(rel)
         for tid in self._affected(rel, self._discovery):
             self._requested[tid] = self._generation
-        self._schedule(self.settings.debounce_s)
+        now = self.clock.now()
+        quiet = self._last_edit is None or now - self._last_edit >= self.settings.debounce_s
+        self._last_edit = now
+        self._schedule(0.0 if quiet and self._timer is None else self.settings.debounce_s)
 
     def _schedule(self, delay: float) -> None:
         if self._closed or not self.settings.enabled:
