@@ -83,6 +83,12 @@ def test_returns_value_in_child(pool, tmp_path):
     assert pool.info["torch_version"]
 
 
+def test_result_forwarded_whole_with_the_output_the_zygote_read(pool):
+    result = pool.submit({"runner": runner("claims_output")}).result(30)
+    assert result["output"] == "what-it-printed\n"  # never what the result claims
+    assert result["text"] == "h\u00e9llo \u2603" and result["nested"] == {"output": [1, {}]}
+
+
 def test_output_captured_and_parent_stdout_untouched():
     script = textwrap.dedent(f"""
         import json, sys

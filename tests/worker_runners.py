@@ -23,6 +23,11 @@ def noisy(job: dict[str, Any]) -> dict[str, Any]:
     return {"ok": True}
 
 
+def claims_output(job: dict[str, Any]) -> dict[str, Any]:
+    print("what-it-printed")
+    return {"output": "what-it-claims", "text": "h\u00e9llo \u2603", "nested": {"output": [1, {}]}}
+
+
 def sleep_forever(job: dict[str, Any]) -> dict[str, Any]:
     print("sleeping", flush=True)
     while True:
