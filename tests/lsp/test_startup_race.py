@@ -62,23 +62,25 @@ def _startup_over(client: LanguageClient) -> bool:
 
 @pytest.mark.parametrize("delay", [0.0, 0.5, 1.5])
 async def test_edit_into_a_syntax_error_during_the_startup_check(client: LanguageClient, tmp_path, delay):
-    """The start-up trace of the edited file's own target is running when the edit kills it; the
-    debounce is long enough for that round's end to be announced before the re-discovery."""
+    """The start-up trace of the edited file's own target is running when the edits kill it; the
+    debounce of the breaking edit is long enough for that round's end to be announced before the
+    re-discovery."""
     root = make_workspace(tmp_path / "ws", [], extra={"m.py": SLOW_MODEL})
     await initialize(client, [root], VSCODE, options={"debounce": 600})
     path = root / "m.py"
     broken, line = _broken(SLOW_MODEL)
     await asyncio.sleep(delay)
     open_doc(client, path, version=1)
-    change_doc(client, path, 2, broken)
-    assert not _startup_over(client)  # the edit landed inside the start-up check
+    change_doc(client, path, 2, SLOW_MODEL + "# typing\n")  # a burst: the next edit is debounced
+    change_doc(client, path, 3, broken)
+    assert not _startup_over(client)  # the edits landed inside the start-up check
 
     def broken_published():
         pubs = [p for p in client.published if p.uri == uri(path)]
-        return pubs and pubs[-1].version == 2 and _fxs402(pubs[-1].diagnostics)
+        return pubs and pubs[-1].version == 3 and _fxs402(pubs[-1].diagnostics)
 
     await wait_startup(client)
-    await wait_until(broken_published, timeout=60, what="FXS402 published for version 2")
+    await wait_until(broken_published, timeout=60, what="FXS402 published for version 3")
     pubs = [p for p in client.published if p.uri == uri(path)]
     assert _fxs402(pubs[-1].diagnostics) == [line]
     assert await _pull(client, path) == [line]
@@ -114,8 +116,9 @@ async def test_findings_asked_for_while_an_edit_debounces_are_not_kept_after_it(
     await wait_startup(client)
     open_doc(client, path, version=1)
     assert await _pull(client, path) == []
-    change_doc(client, path, 2, broken)
-    assert await _pull(client, path) == []  # inside the debounce: the parse error is not known yet
+    change_doc(client, path, 2, MODEL + "# typing\n")  # a burst: the next edit is debounced
+    change_doc(client, path, 3, broken)
+    await _pull(client, path)  # answered inside the debounce, before the parse error is known
     deadline = asyncio.get_running_loop().time() + 30
     while not (lines := await _pull(client, path)):
         assert asyncio.get_running_loop().time() < deadline, "FXS402 was never pulled"
