@@ -8,7 +8,12 @@ the open file descriptors of the server and of its worker zygote at the start an
 the percentiles of the edit -> ``publishDiagnostics`` latency of the versions that were published
 (an edit superseded within the debounce is never traced: that is the debounce working).
 
-    .venv/bin/python benchmarks/soak.py [--edits 2000] [--seconds 600]
+``--samples N`` also prints the server's RSS at N evenly spaced points (growth that levels off
+is the allocator settling, a steady slope is a leak). ``--tracemalloc`` runs the server under
+tracemalloc and prints the 15 source lines whose live allocations grew most between the first
+sample and the end (the server writes a snapshot on SIGUSR1), to find what holds the growth.
+
+    .venv/bin/python benchmarks/soak.py [--edits 2000] [--seconds 600] [--samples 10] [--tracemalloc]
 """
 
 from __future__ import annotations
@@ -26,6 +31,18 @@ from lsprotocol import types
 from pygls.uris import from_fs_path
 
 from edit_latency import Bench, cmdline, descendants, rss_mb
+
+#: ``fxscope serve`` under tracemalloc: SIGUSR1 writes a snapshot to $FXSCOPE_SOAK_SNAPSHOT.N.
+TRACED_SERVER = """
+import itertools, os, signal, sys, tracemalloc
+tracemalloc.start(10)
+count = itertools.count()
+def dump(signum, frame):
+    tracemalloc.take_snapshot().dump(os.environ['FXSCOPE_SOAK_SNAPSHOT'] + '.' + str(next(count)))
+signal.signal(signal.SIGUSR1, dump)
+from fxscope.lsp.server import serve
+sys.exit(serve())
+"""
 
 MODEL = '''import torch
 from torch import nn
@@ -68,17 +85,55 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
+async def snapshot(server: int, base: Path, index: int) -> Path:
+    """Have the traced server write its tracemalloc snapshot ``index``; its path once written."""
+    import signal
+
+    out = base.with_name(f"{base.name}.{index}")
+    os.kill(server, signal.SIGUSR1)
+    for _ in range(600):
+        await asyncio.sleep(0.1)
+        if out.exists() and out.stat().st_size > 0:
+            await asyncio.sleep(1.0)  # let the dump finish
+            return out
+    raise TimeoutError("the server wrote no tracemalloc snapshot")
+
+
+def growth_report(first: Path, last: Path, top: int = 15) -> list[str]:
+    import tracemalloc
+
+    ignore = [tracemalloc.Filter(False, tracemalloc.__file__), tracemalloc.Filter(False, "<frozen importlib._bootstrap*")]
+    a = tracemalloc.Snapshot.load(str(first)).filter_traces(ignore)
+    b = tracemalloc.Snapshot.load(str(last)).filter_traces(ignore)
+    out = [f"live Python allocations: {sum(s.size for s in a.statistics('filename')) / 1e6:.2f} MB -> "
+           f"{sum(s.size for s in b.statistics('filename')) / 1e6:.2f} MB; grown most (by line):"]
+    for stat in b.compare_to(a, "lineno")[:top]:
+        frame = stat.traceback[0]
+        out.append(f"  {stat.size_diff / 1024:+9.1f} KiB {stat.count_diff:+7d} blocks  {frame.filename}:{frame.lineno}")
+    out.append("the 5 allocation sites grown most in blocks, with their callers:")
+    for stat in sorted(b.compare_to(a, "traceback"), key=lambda s: -s.count_diff)[:5]:
+        out.append(f"  {stat.size_diff / 1024:+9.1f} KiB {stat.count_diff:+7d} blocks")
+        out.extend(f"      {f.filename}:{f.lineno}" for f in list(stat.traceback)[-6:])
+    return out
+
+
 async def run(args: argparse.Namespace) -> None:
     from pytest_lsp import client_capabilities
 
     with tempfile.TemporaryDirectory(prefix="fxscope-soak-") as tmp:
-        root = Path(tmp)
+        root = Path(tmp) / "ws"
+        root.mkdir()
         (root / "pyproject.toml").write_text("[tool.fxscope]\n")
         path = root / "soaked.py"
         path.write_text(MODEL.format(scale="1.0", branch=""))
         bench = Bench()
         client = bench.client
-        await client.start_io(sys.executable, "-m", "fxscope", "serve")
+        snapshots = Path(tmp) / "snapshot"
+        if args.tracemalloc:
+            os.environ["FXSCOPE_SOAK_SNAPSHOT"] = str(snapshots)
+            await client.start_io(sys.executable, "-c", TRACED_SERVER)
+        else:
+            await client.start_io(sys.executable, "-m", "fxscope", "serve")
         server = client._server.pid
         await client.initialize_async(types.InitializeParams(
             capabilities=client_capabilities("visual-studio-code"), root_uri=from_fs_path(str(root)),
@@ -90,6 +145,9 @@ async def run(args: argparse.Namespace) -> None:
             uri=uri, language_id="python", version=1, text=path.read_text())))
         await bench.wait_version(uri, 1, 0.0)
         start = sample(server)
+        every = max(1, args.edits // args.samples) if args.samples else 0
+        points: list[tuple[int, float]] = [(0, start["server_rss"])]
+        first: Path | None = None  # after a tenth of the edits: one-time warm-up is not growth
         sent: dict[int, float] = {}
         interval = args.seconds / args.edits
         began = time.perf_counter()
@@ -104,11 +162,16 @@ async def run(args: argparse.Namespace) -> None:
                 await client.text_document_hover_async(types.HoverParams(
                     text_document=types.TextDocumentIdentifier(uri=uri), position=types.Position(line=13, character=16)))
             await asyncio.sleep(max(0.0, began + (i + 1) * interval - time.perf_counter()))
+            if every and (i + 1) % every == 0:
+                points.append((i + 1, rss_mb(server)))
+            if args.tracemalloc and first is None and i + 1 >= max(1, args.edits // 10):
+                first = await snapshot(server, snapshots, 0)
         last = args.edits + 1
         await bench.wait_version(uri, last, sent[last])
         await asyncio.sleep(2.0)
         end = sample(server)
         elapsed = time.perf_counter() - began
+        growth = growth_report(first, await snapshot(server, snapshots, 1)) if first is not None else []
         latencies = [(t - sent[v]) * 1000 for t, u, v in bench.published if u == uri and v in sent and t >= sent[v]]
         await client.shutdown_async(None)
         client.exit(None)
@@ -122,6 +185,10 @@ async def run(args: argparse.Namespace) -> None:
               f" {s['zygote_fds']:>5}   (zygote pid {s['zygote']})")
     print(f"growth   {end['server_rss'] - start['server_rss']:>+8.1f} MB {end['server_fds'] - start['server_fds']:>+5}"
           f" {end['zygote_rss'] - start['zygote_rss']:>+8.1f} MB {end['zygote_fds'] - start['zygote_fds']:>+5}")
+    if every:
+        print("server RSS by edits: " + ", ".join(f"{n}: {mb:.1f}" for n, mb in points) + " MB")
+    for line in growth:
+        print(line)
     if latencies:
         print("edit -> diagnostics latency: " + ", ".join(
             f"p{int(q * 100)} {percentile(latencies, q):.0f} ms" for q in (0.5, 0.9, 0.99))
@@ -132,6 +199,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--edits", type=int, default=2000)
     parser.add_argument("--seconds", type=float, default=600.0)
+    parser.add_argument("--samples", type=int, default=0, help="print the server RSS at this many points")
+    parser.add_argument("--tracemalloc", action="store_true",
+                        help="trace the server's allocations; print what grew most (slows the server)")
     asyncio.run(run(parser.parse_args()))
 
 

@@ -80,6 +80,18 @@ class FxscopeProtocol(LanguageServerProtocol):
                 f"{method}: the server is not initialized").to_response_error())
             return
         super().handle_message(message)
+        if method is not None and not is_request:
+            self._drop_finished_futures()
+
+    def _drop_finished_futures(self) -> None:
+        """pygls 2.1 files the future of every notification run by one of its generator handlers
+        (didOpen, didChange, didSave, didClose...) under a fresh id and never removes it: about
+        1.7 KB held per edit, forever. Finished futures need no entry (their callbacks hold them),
+        so they are dropped after each notification."""
+        futures = self._request_futures
+        for key, future in list(futures.items()):  # one copy: handler threads pop their own entries
+            if future.done():
+                futures.pop(key, None)
 
 
 class _ClientLogHandler(logging.Handler):
