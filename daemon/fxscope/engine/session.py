@@ -865,15 +865,20 @@ class Workspace:
                                     tuple(sorted({p for _, p, _ in seen})), tuple(leaves), count, reason))
         return out
 
-    def graph(self, target_id: str, module: str | None = None) -> GraphView:
-        """The nodes and findings of one target (one module's graph when ``module`` is given).
-        Raises KeyError for an unknown target."""
+    def _graph_state(self, target_id: str) -> tuple[_Stored | None, bool]:
+        """The stored result of ``target_id`` (None before its first trace) and whether it is being
+        traced now. Raises KeyError for a target the discovery does not know."""
         with self._lock:
             st = self._results.get(target_id)
             known = self._discovery is not None and any(t.id == target_id for t in self._discovery.targets)
             if st is None and not known:
                 raise KeyError(target_id)
-            pending = target_id in self._running
+            return st, target_id in self._running
+
+    def graph(self, target_id: str, module: str | None = None) -> GraphView:
+        """The nodes and findings of one target (one module's graph when ``module`` is given).
+        Raises KeyError for an unknown target."""
+        st, pending = self._graph_state(target_id)
         if st is None:
             return GraphView(target_id, module, "pending", (), ())
         graphs = []
@@ -895,12 +900,7 @@ class Workspace:
         in it, as the HTML report draws it: graphs, the modules with their status, the target's
         findings. ``status`` is ``pending`` while it is being traced or was never traced. Raises
         KeyError for an unknown target, GraphModuleError for a module it does not have."""
-        with self._lock:
-            st = self._results.get(target_id)
-            known = self._discovery is not None and any(t.id == target_id for t in self._discovery.targets)
-            if st is None and not known:
-                raise KeyError(target_id)
-            pending = target_id in self._running
+        st, pending = self._graph_state(target_id)
         if st is None:  # nothing known about its modules yet: an empty document of the one asked for
             doc = build_document(target_id, status="pending", graphs=())
             doc["module"] = module
