@@ -148,81 +148,78 @@ class ResultCache:
         gone), or None. Entries with unreadable JSON count as misses and are deleted. A payload's
         ``graphs`` (the bulk of a real model's result) are stored apart and read only when
         ``graphs`` is true."""
-        rows: list[tuple[str, str, str, float, str | None]] = self._run(
-            lambda conn: conn.execute(
-                "SELECT deps_digest, deps, payload, created, "
-                + ("graphs" if graphs else "NULL") + " FROM entries"
-                " WHERE target_id = ? AND context = ? ORDER BY created DESC, rowid DESC",
-                (target_id, context),
-            ).fetchall(),
-            [],
-        )
-        seen: dict[str, str | None] = {}
-        bad: list[tuple[str, str]] = []
-        hit: CacheHit | None = None
-        for digest, deps_text, payload_text, created, graphs_text in rows:
-            deps = _load_deps(deps_text)
-            if deps is None:
-                bad.append((digest, payload_text))
-                continue
-            if not all(_current(current, seen, dep) == h for dep, h in deps.items()):
-                continue
-            payload = _load_payload(payload_text, graphs_text)
-            if payload is None:
-                bad.append((digest, payload_text))
-                continue
-            hit = CacheHit(target_id, deps, payload, float(created))
-            break
-        if bad:
-            self._delete_rows(target_id, context, bad)
-        with self._lock:
-            if hit is None:
-                self._misses += 1
-            else:
-                self._hits += 1
-        return hit
+        return self.lookup_many([target_id], context, current, graphs=graphs).get(target_id)
 
     def lookup_many(
         self, target_ids: Iterable[str], context: str, current: Callable[[str], str | None], *,
         graphs: bool = True,
     ) -> dict[str, CacheHit]:
-        """:meth:`lookup` for many targets in one query: target id -> its newest valid entry
-        (targets without one are absent). ``current`` is called once per distinct dependency."""
+        """:meth:`lookup` for many targets: target id -> its newest valid entry (targets without
+        one are absent). ``current`` is called once per distinct dependency. The dependencies of
+        every entry are read first; a payload (hundreds of KB for a large model) only for the entry
+        chosen, so a miss after an edit reads none."""
         wanted = set(target_ids)
         if not wanted:
             return {}
-        rows: list[tuple[str, str, str, str, float, str | None]] = self._run(
+        single = next(iter(wanted)) if len(wanted) == 1 else None
+        rows: list[tuple[int, str, str, str]] = self._run(
             lambda conn: conn.execute(
-                "SELECT target_id, deps_digest, deps, payload, created, "
-                + ("graphs" if graphs else "NULL") + " FROM entries"
-                " WHERE context = ? ORDER BY target_id, created DESC, rowid DESC",
-                (context,),
+                "SELECT rowid, target_id, deps_digest, deps FROM entries WHERE context = ?"
+                + (" AND target_id = ?" if single is not None else "")
+                + " ORDER BY target_id, created DESC, rowid DESC",
+                (context,) if single is None else (context, single),
             ).fetchall(),
             [],
         )
+        candidates: dict[str, list[tuple[int, str, dict[str, str] | None]]] = {}
+        for rowid, target_id, digest, deps_text in rows:
+            if target_id in wanted:
+                candidates.setdefault(target_id, []).append((rowid, digest, _load_deps(deps_text)))
         seen: dict[str, str | None] = {}
         hits: dict[str, CacheHit] = {}
         bad: dict[str, list[tuple[str, str]]] = {}
-        for target_id, digest, deps_text, payload_text, created, graphs_text in rows:
-            if target_id not in wanted or target_id in hits:
-                continue
-            deps = _load_deps(deps_text)
-            if deps is None:
-                bad.setdefault(target_id, []).append((digest, payload_text))
-                continue
-            if not all(_current(current, seen, dep) == h for dep, h in deps.items()):
-                continue
-            payload = _load_payload(payload_text, graphs_text)
-            if payload is None:
-                bad.setdefault(target_id, []).append((digest, payload_text))
-                continue
-            hits[target_id] = CacheHit(target_id, deps, payload, float(created))
+        for target_id, entries in candidates.items():
+            for rowid, digest, deps in entries:
+                if deps is None:
+                    bad.setdefault(target_id, []).append((digest, self._payload_text(rowid) or ""))
+                    continue
+                if not all(_current(current, seen, dep) == h for dep, h in deps.items()):
+                    continue
+                row = self._entry(rowid, target_id, context, digest, graphs)
+                if row is None:
+                    continue  # replaced or pruned by another process since the first query
+                payload_text, created, graphs_text = row
+                payload = _load_payload(payload_text, graphs_text)
+                if payload is None:
+                    bad.setdefault(target_id, []).append((digest, payload_text))
+                    continue
+                hits[target_id] = CacheHit(target_id, deps, payload, float(created))
+                break
         for target_id, entries in bad.items():
             self._delete_rows(target_id, context, entries)
         with self._lock:
             self._hits += len(hits)
             self._misses += len(wanted) - len(hits)
         return hits
+
+    def _entry(self, rowid: int, target_id: str, context: str, digest: str,
+               graphs: bool) -> tuple[str, float, str | None] | None:
+        """``(payload, created, graphs)`` of the entry at ``rowid`` if it is still the one the
+        dependencies were read from (a row id may be reused once its row is deleted)."""
+        row = self._run(
+            lambda conn: conn.execute(
+                "SELECT payload, created, " + ("graphs" if graphs else "NULL") + " FROM entries"
+                " WHERE rowid = ? AND target_id = ? AND context = ? AND deps_digest = ?",
+                (rowid, target_id, context, digest),
+            ).fetchone(),
+            None,
+        )
+        return None if row is None else (row[0], row[1], row[2])
+
+    def _payload_text(self, rowid: int) -> str | None:
+        row = self._run(lambda conn: conn.execute(
+            "SELECT payload FROM entries WHERE rowid = ?", (rowid,)).fetchone(), None)
+        return None if row is None else row[0]
 
     def store(
         self, target_id: str, context: str, deps: Mapping[str, str], payload: Mapping[str, Any]

@@ -474,7 +474,16 @@ def _relative_paths(value: Any, root: str) -> Any:
     """``value`` with every ``"file"`` entry under ``root`` made root-relative (recursively, in
     place: the bodies passed here are owned by the engine; a 2,000-node result is ~10,000 dicts,
     and copying them cost the editor tens of milliseconds), so a cached result stays right when
-    the workspace is moved or copied (CI caches, checkouts). Returns ``value``."""
+    the workspace is moved or copied (CI caches, checkouts). Graph nodes (a node's only location
+    is its own ``file``) are visited without walking their other fields. Returns ``value``."""
+    made: dict[str, str] = {}  # a graph's thousands of nodes name the same few files
+
+    def rel(path: str) -> str:
+        out = made.get(path)
+        if out is None:
+            out = made[path] = relativize(path, root)
+        return out
+
     stack = [value]
     while stack:
         item = stack.pop()
@@ -482,12 +491,24 @@ def _relative_paths(value: Any, root: str) -> Any:
             for k, v in item.items():
                 if k == "file":
                     if isinstance(v, str):
-                        item[k] = relativize(v, root)
+                        item[k] = rel(v)
+                elif k == "graphs" and item is value and isinstance(v, list):
+                    _relative_node_paths(v, rel)
                 elif k != "files" and isinstance(v, (dict, list)):  # "files" is root-relative already
                     stack.append(v)
         elif isinstance(item, list):
             stack.extend(v for v in item if isinstance(v, (dict, list)))
     return value
+
+
+def _relative_node_paths(graphs: list[Any], rel: Callable[[str], str]) -> None:
+    for g in graphs:
+        nodes = g.get("nodes") if isinstance(g, dict) else None
+        for node in nodes if isinstance(nodes, list) else ():
+            if isinstance(node, dict):
+                file = node.get("file")
+                if isinstance(file, str):
+                    node["file"] = rel(file)
 
 
 def _under(file: str, rel: str) -> bool:

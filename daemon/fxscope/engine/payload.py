@@ -108,14 +108,34 @@ def _graph(g: Any, where: str) -> None:
         raise _Bad(f"{where}: not an object")
     _need(g, "module", str, where)
     for i, node in enumerate(_need(g, "nodes", list, where)):
-        at = f"{where}.nodes[{i}]"
-        if not isinstance(node, dict):
-            raise _Bad(f"{at}: not an object")
-        for key in ("name", "target", "scope", "scope_type"):
-            _need(node, key, str, at)
-        if node.get("op") not in _OPS:
-            raise _Bad(f"{at}: bad op")
-        _location(node, at, required=False)
+        if not _plain_node(node):  # the common case is checked without building messages
+            _node(node, f"{where}.nodes[{i}]")
+
+
+def _plain_node(node: Any) -> bool:
+    """A well-formed node (a graph has thousands): strings, a known op and, if located, a file
+    and a line number; anything else is described by :func:`_node`."""
+    if type(node) is not dict or node.get("op") not in _OPS:
+        return False
+    for key in ("name", "target", "scope", "scope_type"):
+        if type(node.get(key)) is not str:
+            return False
+    if "file" not in node and "line" not in node:
+        located = True
+    else:
+        file, line = node.get("file"), node.get("line")
+        located = type(file) is str and type(line) is int and line >= 1
+    return located and all(node.get(k) is None for k in ("column", "end_line", "end_column"))
+
+
+def _node(node: Any, at: str) -> None:
+    if not isinstance(node, dict):
+        raise _Bad(f"{at}: not an object")
+    for key in ("name", "target", "scope", "scope_type"):
+        _need(node, key, str, at)
+    if node.get("op") not in _OPS:
+        raise _Bad(f"{at}: bad op")
+    _location(node, at, required=False)
 
 
 def payload_problem(body: Any) -> str | None:

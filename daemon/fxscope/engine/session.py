@@ -254,6 +254,7 @@ class Workspace:
         self._by_file: dict[str, dict[str, list[dict[str, Any]]]] = {}  # rel -> target -> findings
         self._nodes: dict[str, dict[int, list[NodeInfo]]] = {}  # rel -> line -> nodes
         self._node_files: dict[str, set[str]] = {}  # target -> rels in _nodes
+        self._unindexed: set[str] = set()  # targets whose stored nodes are not in _nodes yet
         self._store_version = 0
         self._memo: dict[str, tuple[tuple[int, int], FileFindings]] = {}
 
@@ -656,7 +657,7 @@ class Workspace:
             versions = {rel: snapshot.versions.get(str(self.root / rel)) for rel in deps}
             self._results[tid] = _Stored(result, snapshot.generation, findings, deps, versions)
             changed = self._index_findings(tid, old.findings if old else [], findings)
-            self._index_nodes(tid, result)
+            self._unindexed.add(tid)  # indexed by the next node query: diagnostics do not wait
             self._store_version += 1
             generation = self._generation
         if changed:
@@ -686,6 +687,13 @@ class Workspace:
                 if not per:
                     del self._by_file[rel]
         return changed
+
+    def _index_pending_nodes(self) -> None:
+        """Index the nodes of the results stored since the last node query (lock held)."""
+        for tid in self._unindexed:
+            st = self._results.get(tid)
+            self._index_nodes(tid, st.result if st is not None else None)
+        self._unindexed.clear()
 
     def _index_nodes(self, tid: str, result: TargetResult | None) -> None:
         for rel in self._node_files.pop(tid, ()):
@@ -720,6 +728,7 @@ class Workspace:
                 continue
             changed |= self._index_findings(tid, st.findings, [])
             self._index_nodes(tid, None)
+            self._unindexed.discard(tid)
             self._requested.pop(tid, None)
         if changed:
             self._store_version += 1
@@ -808,6 +817,7 @@ class Workspace:
         """Graph nodes produced by ``line`` of ``path``, over every target and instance."""
         rel = self._rel(self._key(path))
         with self._lock:
+            self._index_pending_nodes()
             return list(self._nodes.get(rel, {}).get(line, ()))
 
     def classes_in(self, path: Path) -> list[ClassSummary]:

@@ -70,6 +70,7 @@ def _target_str(node: Any) -> str:
 def graph_to_json(graph: Graph) -> list[dict[str, Any]]:
     """Nodes of ``graph`` with scope, scope type and source line."""
     out = []
+    files: dict[str, str] = {}  # thousands of nodes come from the same few files
     for n in graph.nodes:
         item: dict[str, Any] = {
             "name": n.name,
@@ -81,7 +82,10 @@ def graph_to_json(graph: Graph) -> list[dict[str, Any]]:
         }
         src = n.meta.get("fxscope_source")
         if src is not None:
-            item["file"] = os.path.abspath(src[0])
+            file = files.get(src[0])
+            if file is None:
+                file = files[src[0]] = os.path.abspath(src[0])
+            item["file"] = file
             item["line"] = src[1]
         shape = n.meta.get("fxscope_shape")
         if shape is not None:  # shape-aware mode
