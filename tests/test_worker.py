@@ -295,3 +295,66 @@ def test_zygote_killed_then_replaced_and_restart(monkeypatch):
     assert handle.done()
     with pytest.raises(RuntimeError):
         pool.submit({"runner": runner("echo")})
+
+
+def zygote_children(pool) -> list[int]:
+    with open(f"/proc/{pool.info['pid']}/task/{pool.info['pid']}/children") as fh:
+        return [int(p) for p in fh.read().split()]
+
+
+def zygote_fds(pool) -> int:
+    return len(os.listdir(f"/proc/{pool.info['pid']}/fd"))
+
+
+def settled(check, timeout: float = 5.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.02)
+    return True
+
+
+def test_a_valid_result_is_answered_when_the_child_says_done_and_the_child_is_killed(pool):
+    handle = pool.submit({"runner": runner("answer_then_linger"), "timeout": 60})
+    result = handle.result(10)  # the child never exits by itself
+    assert result["value"] == "early" and result["pid"] == handle.pid
+    assert result["output"] == "before-answer\n"
+    assert process_gone(handle.pid)
+    assert settled(lambda: handle.pid not in zygote_children(pool)), "reaped, no zombie left"
+    assert not handle.cancel()
+
+
+def test_a_done_byte_before_the_result_exists_is_only_a_hint(pool):
+    result = pool.submit({"runner": runner("done_byte_first"), "timeout": 60}).result(30)
+    assert result["value"] == "late"
+
+
+def test_an_invalid_result_is_the_same_fault_with_or_without_the_done_byte(pool):
+    faults = [pool.submit({"runner": runner("invalid_result_then_exit"), "done_byte": flag,
+                           "timeout": 60}).result(30) for flag in (False, True)]
+    for fault in faults:
+        fault.pop("stack"), fault.pop("threads", None)
+    assert faults[0] == faults[1]
+    assert faults[0]["fault"] == "crash" and "not valid JSON" in faults[0]["message"]
+
+
+def test_many_jobs_leave_no_descriptor_or_process_in_the_zygote(pool):
+    pool.submit({"runner": runner("echo")}).result(30)
+    assert settled(lambda: not zygote_children(pool))
+    fds = zygote_fds(pool)
+    runners = ["echo", "noisy", "raises", "hard_exit", "answer_then_linger", "done_byte_first"]
+    handles = [pool.submit({"runner": runner(runners[i % len(runners)]), "timeout": 60})
+               for i in range(60)]
+    assert all(h.result(60) for h in handles)
+    assert settled(lambda: not zygote_children(pool)), "every job's process is reaped"
+    assert zygote_fds(pool) == fds
+    assert not os.listdir(pool.info["scratch"]), "every job's directory is removed"
+
+
+def test_closing_the_pool_after_an_answer_leaves_no_process():
+    with WorkerPool(max_workers=1, sys_path=[str(TESTS)]) as pool:
+        handle = pool.submit({"runner": runner("answer_then_linger"), "timeout": 60})
+        assert handle.result(30)["value"] == "early"
+        zygote = pool.info["pid"]
+    assert process_gone(handle.pid) and process_gone(zygote)

@@ -85,3 +85,48 @@ def import_overlaid(job: dict[str, Any]) -> dict[str, Any]:
 
 def torch_loaded(job: dict[str, Any]) -> dict[str, Any]:
     return {"torch": "torch" in sys.modules}
+
+
+def _job_dir() -> str:
+    from fxscope.worker import child
+
+    return os.path.dirname(child._stack_file.name)
+
+
+def _done_fd() -> int:
+    """The write end of the job's done pipe: the one pipe this process writes besides fd 1 and 2."""
+    for fd in sorted(map(int, os.listdir("/proc/self/fd"))):
+        try:
+            target = os.readlink(f"/proc/self/fd/{fd}")
+        except FileNotFoundError:  # the listing's own descriptor
+            continue
+        if fd > 2 and target.startswith("pipe:"):
+            with open(f"/proc/self/fdinfo/{fd}") as fh:
+                flags = int(fh.read().split("flags:")[1].split()[0], 8)
+            if flags & os.O_ACCMODE == os.O_WRONLY:
+                return fd
+    raise AssertionError("no done pipe")
+
+
+def answer_then_linger(job: dict[str, Any]) -> dict[str, Any]:
+    """Write a valid result and the done byte itself, then keep running: answered, then killed."""
+    print("before-answer", flush=True)
+    Path(_job_dir(), "result.json").write_text('{"value":"early","pid":%d}' % os.getpid())
+    os.write(_done_fd(), b"\0")
+    while True:
+        time.sleep(0.05)
+
+
+def done_byte_first(job: dict[str, Any]) -> dict[str, Any]:
+    """Claim to be done before any result exists, then return one: the real result is reported."""
+    os.write(_done_fd(), b"\0")
+    time.sleep(0.2)
+    return {"value": "late"}
+
+
+def invalid_result_then_exit(job: dict[str, Any]) -> dict[str, Any]:
+    """Write a result file that is not JSON (with the done byte when asked), then exit 0."""
+    Path(_job_dir(), "result.json").write_text("{not json")
+    if job.get("done_byte"):
+        os.write(_done_fd(), b"\0")
+    os._exit(0)

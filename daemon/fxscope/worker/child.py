@@ -1,9 +1,11 @@
 """What a job's child process does between ``os.fork()`` in the zygote and ``os._exit()``.
 
-The child isolates itself (process group, default signal handlers, output captured to a file,
+The child isolates itself (process group, default signal handlers, output captured to a pipe,
 memory and recursion limits, stack dumps on SIGUSR1 and fatal signals), runs the job's runner
 and writes a JSON result file atomically. Every exception, ``SystemExit`` included, becomes a
-fault dict; the child never returns to the zygote's loop.
+fault dict; the child never returns to the zygote's loop. Once the result is written and its
+descendants are killed, it writes one byte on the job's done pipe, so the zygote can answer
+before the exit's teardown.
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ MAX_FRAMES = 100
 _THIS_FILE = os.path.normcase(os.path.abspath(__file__))
 _EXIT_NO_RESULT = 70
 _os_exit = os._exit  # the real one: user code's os._exit is wrapped to dump its stack first
+_os_write = os.write  # bound at import: user code may patch os
 
 
 @dataclass(frozen=True)
@@ -328,10 +331,12 @@ def run_child(
     prctl: Callable[..., int] | None = None,
     *,
     output_fd: int,
+    done_fd: int,
 ) -> NoReturn:
     """Run ``job`` in this freshly forked process and exit; never returns. The result file holds
     the runner's dict (or a fault) without ``output``: the zygote adds what it read from
-    ``output_fd``, the write end of the job's output pipe."""
+    ``output_fd``, the write end of the job's output pipe. Once the result is written and every
+    descendant is gone, one byte on ``done_fd`` tells the zygote before the exit."""
     code = _EXIT_NO_RESULT
     try:
         _isolate(close_fds, parent_pid, prctl)
@@ -352,5 +357,15 @@ def run_child(
     finally:
         try:
             kill_descendants()  # the job's processes end with it, detached or not
+            if code == 0:
+                _announce_done(done_fd)
         finally:
             _os_exit(code)
+
+
+def _announce_done(fd: int) -> None:
+    """One byte on the done pipe: the result is written and the job's processes are gone."""
+    try:
+        _os_write(fd, b"\0")
+    except OSError:  # user code closed it: the zygote answers at the exit
+        pass

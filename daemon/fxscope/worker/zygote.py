@@ -15,6 +15,13 @@ Replies: ``{"op": "starting", "stage", "module"}`` while starting (``torch``, ea
 module, ``warm-up``), ``{"op": "ready", ...}`` once, ``{"op": "started", "job_id", "pid"}`` per fork, and
 ``{"op": "done", "job_id", "pid", "duration_ms", "result"}`` per job, where ``result`` is the
 runner's dict or a fault dict (``exception``, ``exit``, ``timeout``, ``crash``, ``cancelled``).
+
+A job is answered as soon as its child writes a byte on the job's done pipe (after its result file
+and the end of its descendants) and the result file holds a valid result: the kernel's teardown of
+the child's address space is then off the critical path. The byte is only a hint; without a valid
+result the job is reported when its process has exited, as a fault when it has to be. Either way
+the job's process group is killed, the child reaped and its directory removed at its exit, and a
+job is answered once.
 """
 
 from __future__ import annotations
@@ -59,10 +66,12 @@ class _Child:
     timeout: float | None
     deadline: float | None
     out_fd: int  # read end of the job's stdout/stderr pipe (-1 once closed)
+    done_fd: int  # read end of the job's done pipe (-1 once closed)
     output: OutputBuffer
     reason: str | None = None  # "timeout" or "cancelled"
     kill_at: float | None = None
     killed: bool = False
+    answered: bool = False  # replied from its done hint; its exit is only reaped
 
 
 def _kill(pid: int, sig: int = signal.SIGKILL) -> None:
@@ -161,7 +170,7 @@ class Zygote:
             self._start(job_id, job)
         elif op == "cancel":
             child = self.by_job.get(str(message.get("job_id")))
-            if child is not None and child.reason != "cancelled":
+            if child is not None and not child.answered and child.reason != "cancelled":
                 child.reason = "cancelled"
                 _kill(child.pid)
                 child.killed = True
@@ -176,15 +185,16 @@ class Zygote:
         files = JobFiles(os.path.join(self.scratch, f"job{self._counter}"))
         started = time.monotonic()
         parent = os.getpid()
-        out_r = out_w = -1
+        out_r = out_w = done_r = done_w = -1
         try:
             os.mkdir(files.directory, 0o700)
             out_r, out_w = os.pipe()
+            done_r, done_w = os.pipe()
             sys.stdout.flush()
             sys.stderr.flush()
             pid = os.fork()
         except OSError as exc:
-            for fd in (out_r, out_w):
+            for fd in (out_r, out_w, done_r, done_w):
                 if fd >= 0:
                     os.close(fd)
             shutil.rmtree(files.directory, ignore_errors=True)
@@ -192,11 +202,12 @@ class Zygote:
             return
         if pid == 0:  # the child: run_child always ends in os._exit
             try:
-                run_child(job, files, [*self._own_fds(), out_r], parent, self._prctl,
-                          output_fd=out_w)
+                run_child(job, files, [*self._own_fds(), out_r, done_r], parent, self._prctl,
+                          output_fd=out_w, done_fd=done_w)
             finally:
                 os._exit(70)
         os.close(out_w)
+        os.close(done_w)
         try:
             os.setpgid(pid, pid)
         except OSError:
@@ -206,17 +217,21 @@ class Zygote:
         except (TypeError, ValueError):
             timeout = None
         child = _Child(job_id, pid, files, started, timeout, started + timeout if timeout else None,
-                       out_r, OutputBuffer())
+                       out_r, done_r, OutputBuffer())
         os.set_blocking(out_r, False)
-        self._sel.register(out_r, selectors.EVENT_READ, pid)
+        os.set_blocking(done_r, False)
+        self._sel.register(out_r, selectors.EVENT_READ, ("output", pid))
+        self._sel.register(done_r, selectors.EVENT_READ, ("done", pid))
         self.children[pid] = child
         self.by_job[job_id] = child
         self.send({"op": "started", "job_id": job_id, "pid": pid})
 
     def _own_fds(self) -> list[int]:
-        """Descriptors a new child must close: the protocol, and other jobs' output pipes."""
+        """Descriptors a new child must close: the protocol, and other jobs' output and done
+        pipes."""
         fds = [self.fd_in, self.fd_out, self._wake_r, self._wake_w]
-        fds += [c.out_fd for c in self.children.values() if c.out_fd >= 0]
+        for c in self.children.values():
+            fds += [fd for fd in (c.out_fd, c.done_fd) if fd >= 0]
         try:
             fds.append(self._sel.fileno())  # type: ignore[attr-defined]
         except (AttributeError, ValueError):
@@ -315,18 +330,53 @@ class Zygote:
             child.output.feed(data)
 
     def _close_output(self, child: _Child) -> None:
-        if child.out_fd >= 0:
+        child.out_fd = self._close_fd(child.out_fd)
+
+    def _close_done(self, child: _Child) -> None:
+        child.done_fd = self._close_fd(child.done_fd)
+
+    def _close_fd(self, fd: int) -> int:
+        """Unregister and close ``fd`` (if open); return -1."""
+        if fd >= 0:
             try:
-                self._sel.unregister(child.out_fd)
+                self._sel.unregister(fd)
             except (KeyError, ValueError):
                 pass
-            os.close(child.out_fd)
-            child.out_fd = -1
+            os.close(fd)
+        return -1
+
+    def _on_done_hint(self, child: _Child) -> None:
+        """The job's done pipe is readable: its child says its result is written (or exited, or
+        lies). One hint per job, then the pipe is closed. A valid result is answered now and the
+        job's process group killed (an honest child is exiting anyway); otherwise the job is
+        reported at its exit."""
+        try:
+            hinted = bool(os.read(child.done_fd, 1))
+        except (BlockingIOError, InterruptedError):  # a spurious wake-up
+            return
+        except OSError:
+            hinted = False
+        self._close_done(child)
+        if not hinted or child.killed or child.reason is not None:
+            return  # exited without a word, or killed: decided at its exit
+        raw, result, _ = _load_result(child.files.result)
+        if result is None:
+            return
+        if child.out_fd >= 0:
+            self._read_output(child, budget=256)  # flushed before the result was written
+            self._close_output(child)
+        child.answered = child.killed = True
+        _kill(child.pid)  # a lying child ends here; its exit is reaped by reap()
+        duration = (time.monotonic() - child.started) * 1000.0
+        self._reply_result(child.job_id, child.pid, duration, raw, result, child.output.text())
 
     def _finish(self, child: _Child, status: int, cpu_s: float | None = None) -> None:
         duration = (time.monotonic() - child.started) * 1000.0
         files = child.files
         try:
+            self._close_done(child)
+            if child.answered:
+                return
             if child.out_fd >= 0:
                 self._read_output(child, budget=256)  # what is left in the pipe, bounded
                 self._close_output(child)
@@ -392,11 +442,20 @@ class Zygote:
                         _drain(self._wake_r)
                     elif key.data == "out":
                         self._flush()
-                    elif key.data in self.children:
-                        self._read_output(self.children[key.data])
+                    else:
+                        self._on_job_fd(*key.data)
                 self.reap()
         finally:
             self.kill_all()
+
+    def _on_job_fd(self, kind: str, pid: int) -> None:
+        child = self.children.get(pid)
+        if child is None:  # reaped earlier in this round
+            return
+        if kind == "output" and child.out_fd >= 0:
+            self._read_output(child)
+        elif kind == "done" and child.done_fd >= 0:
+            self._on_done_hint(child)
 
     def _read_input(self) -> None:
         try:
@@ -430,6 +489,7 @@ class Zygote:
                 pass
         for child in self.children.values():
             self._close_output(child)
+            self._close_done(child)
         self.children.clear()
         self.by_job.clear()
         for _ in range(50):  # orphans may leave orphans of their own: sweep until none is left
