@@ -46,6 +46,11 @@ PAYLOAD_FORMAT = 2
 #: Characters of a job's captured stdout/stderr kept with its result (the tail).
 OUTPUT_KEPT = 8192
 
+#: How long :meth:`Engine.run` waits for the next job before caching the results it delivered,
+#: and how many it keeps uncached at most.
+_STORE_DELAY_S = 0.005
+_MAX_UNSTORED = 8
+
 #: What :meth:`Engine.run` accepts as ``cancel``: an event cancelling every job, or a predicate
 #: telling, per target, whether its job is stale (a newer snapshot superseded it).
 Cancel = Union[threading.Event, Callable[[Target], bool], None]
@@ -322,35 +327,54 @@ class Engine:
             h.add_done_callback(lambda handle, t=t, start=start: done.put((t, handle, start)))
             handles[t.id] = (t, h)
         remaining = len(handles)
-        while remaining:
-            try:
-                t, handle, start = done.get(timeout=0.05)
-            except queue.Empty:
-                self._cancel_stale(handles, cancel)
-                continue
-            remaining -= 1
-            asked = t.id not in handles  # _cancel_stale removes the targets it cancels
-            handles.pop(t.id, None)
-            raw = handle.result()
-            if raw.get("startup"):  # the worker never started: one error, not a finding per target
-                _cancel_all(handles)
-                raise WorkerStartError(str(raw.get("message") or "the worker did not start"))
-            if raw.get("fault") == "cancelled" and not asked:  # the pool was closed under us
-                _cancel_all(handles)
-                raise CheckInterrupted(f"the check was interrupted before {t.id} finished "
-                                       "(its worker was stopped)")
-            if raw.get("fault") == "cancelled":
-                if on_cancelled:
-                    on_cancelled(t)
-                continue
-            r, deps = self._result_from_raw(t, raw, handle, start, discovery, warned, digests, preload_deps)
-            results.append(r)
-            if on_result:
-                on_result(r)  # first: the caller (the editor's diagnostics) need not wait for the cache
-            if deps:
-                self.cache.store(t.id, self.context, deps, r.body)
+        # Results are cached while the engine would otherwise wait: a 2,000-node result takes
+        # ~4 ms to serialise, holding the GIL, which the caller's thread (the editor's event loop)
+        # needs first to show the result.
+        unstored: list[tuple[str, dict[str, str], dict[str, Any]]] = []
+        try:
+            while remaining:
+                try:
+                    t, handle, start = done.get(timeout=_STORE_DELAY_S if unstored else 0.05)
+                except queue.Empty:
+                    if unstored:
+                        self._store(unstored)
+                    self._cancel_stale(handles, cancel)
+                    continue
+                remaining -= 1
+                asked = t.id not in handles  # _cancel_stale removes the targets it cancels
+                handles.pop(t.id, None)
+                raw = handle.result()
+                if raw.get("startup"):  # the worker never started: one error, not a finding per target
+                    _cancel_all(handles)
+                    raise WorkerStartError(str(raw.get("message") or "the worker did not start"))
+                if raw.get("fault") == "cancelled" and not asked:  # the pool was closed under us
+                    _cancel_all(handles)
+                    raise CheckInterrupted(f"the check was interrupted before {t.id} finished "
+                                           "(its worker was stopped)")
+                if raw.get("fault") == "cancelled":
+                    if on_cancelled:
+                        on_cancelled(t)
+                    continue
+                r, deps = self._result_from_raw(t, raw, handle, start, discovery, warned, digests, preload_deps)
+                results.append(r)
+                if on_result:
+                    on_result(r)  # first: the caller (the editor's diagnostics) need not wait for the cache
+                if deps:
+                    unstored.append((t.id, deps, r.body))
+                    if len(unstored) >= _MAX_UNSTORED:
+                        self._store(unstored)
+            if unstored and on_result:
+                time.sleep(_STORE_DELAY_S)  # the caller's threads show the last result first
+        finally:  # what reached the caller is cached, even when the run is interrupted
+            self._store(unstored)
         self.state.save()
         return results
+
+    def _store(self, unstored: list[tuple[str, dict[str, str], dict[str, Any]]]) -> None:
+        """Cache the results of ``unstored`` (target id, dependencies, body) and empty it."""
+        for tid, deps, body in unstored:
+            self.cache.store(tid, self.context, deps, body)
+        unstored.clear()
 
     @staticmethod
     def _cancel_stale(handles: dict[str, tuple[Target, Any]], cancel: Cancel) -> None:
