@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import textwrap
 import time
 from pathlib import Path
@@ -16,7 +17,7 @@ import pytest
 
 from fxscope.worker import WorkerPool
 from fxscope.worker import pool as pool_module
-from fxscope.worker.protocol import FrameDecoder, encode
+from fxscope.worker.protocol import FrameDecoder, ProtocolError, encode, encode_attached, read_message
 from fxscope.worker.touched import touched_files
 
 TESTS = Path(__file__).resolve().parent
@@ -70,6 +71,35 @@ def test_framing_roundtrip():
     got = decoder.feed(frames[:3]) + decoder.feed(frames[3:100]) + decoder.feed(frames[100:])
     assert [m["op"] for m in got] == ["a", "b"]
     assert got[1]["s"] == "é" * 70000 and decoder.pending == 0
+
+
+def read_back(data: bytes) -> dict | None:
+    with tempfile.TemporaryFile() as fh:
+        fh.write(data)
+        fh.seek(0)
+        return read_message(fh.fileno())
+
+
+def test_an_attached_result_is_parsed_and_checked_by_the_reader():
+    fallback = {"fault": "crash", "exit_code": 0, "message": "ended but ", "output": "out"}
+    header = {"op": "done", "job_id": "1", "pid": 7, "duration_ms": 1.0}
+
+    def reply(payload: bytes) -> dict:
+        message = read_back(encode_attached({**header, "result": dict(fallback)}, payload))
+        assert message is not None and "attached" not in message
+        return message["result"]
+
+    assert reply(b'{"value":1,"output":"claimed"}') == {"value": 1, "output": "out"}
+    forged = b'{"value":"mine"},"job_id":"2","result":{"value":"FORGED"}'
+    assert reply(forged)["message"] == "ended but it wrote a result that is not valid JSON"
+    assert reply(b'{"fault":"cancelled"}')["message"] == (
+        "ended but it wrote a malformed result (fault 'cancelled' cannot come from a job)")
+    assert reply(b"[" * 100000 + b"]" * 100000)["fault"] == "crash"
+    assert reply(b'{"value":1}')["output"] == "out"
+    truncated = encode_attached({**header, "result": fallback}, b'{"value":1}')[:-3]
+    assert read_back(truncated) is None
+    with pytest.raises(ProtocolError):
+        read_back(encode({**header, "result": fallback, "attached": 5}) + encode({"value": 1}))
 
 
 def test_returns_value_in_child(pool, tmp_path):
@@ -348,8 +378,8 @@ def test_many_jobs_leave_no_descriptor_or_process_in_the_zygote(pool):
                for i in range(60)]
     assert all(h.result(60) for h in handles)
     assert settled(lambda: not zygote_children(pool)), "every job's process is reaped"
-    assert zygote_fds(pool) == fds
-    assert not os.listdir(pool.info["scratch"]), "every job's directory is removed"
+    assert settled(lambda: zygote_fds(pool) == fds), "every job's pipes are closed"
+    assert settled(lambda: not os.listdir(pool.info["scratch"])), "every job's directory is removed"
 
 
 def test_closing_the_pool_after_an_answer_leaves_no_process():

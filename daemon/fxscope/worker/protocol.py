@@ -4,6 +4,10 @@ Every message is a JSON object encoded as UTF-8 and preceded by its length as a 
 big-endian unsigned integer. The channel is a pair of dedicated pipes, never stdin/stdout,
 so whatever user code or torch prints cannot corrupt it.
 
+A ``done`` reply may carry ``"attached": N``: the next frame is then the job's result file as it
+was written (N bytes, unparsed), which the reader parses and checks with
+:func:`resolve_attached`; its ``result`` is the fault that stands when those bytes are no result.
+
 Example::
 
     >>> frame = encode({"op": "ready"})
@@ -22,9 +26,13 @@ __all__ = [
     "FrameDecoder",
     "ProtocolError",
     "encode",
+    "encode_attached",
     "encode_raw",
     "grow_pipe",
+    "parse_child_result",
+    "read_frame",
     "read_message",
+    "resolve_attached",
     "validate_child_result",
     "validate_reply",
     "write_all",
@@ -48,6 +56,11 @@ def encode_raw(payload: bytes) -> bytes:
     if len(payload) > MAX_FRAME:
         raise ProtocolError(f"message too large ({len(payload)} bytes)")
     return _HEADER.pack(len(payload)) + payload
+
+
+def encode_attached(message: dict[str, Any], payload: bytes) -> bytes:
+    """``message`` with ``"attached"``, followed by ``payload`` as a frame of its own."""
+    return encode({**message, "attached": len(payload)}) + encode_raw(payload)
 
 
 class FrameDecoder:
@@ -110,6 +123,40 @@ def validate_child_result(value: Any) -> str | None:
     return None
 
 
+def parse_child_result(raw: bytes) -> tuple[dict[str, Any] | None, str | None]:
+    """The result a job's process wrote as ``raw`` (its result file), checked; ``(None, why)``
+    when it is no result (``why`` is ``None`` when it is empty).
+
+    >>> parse_child_result(b'[1]')
+    (None, 'it wrote a malformed result (a JSON list, not an object)')
+    """
+    if not raw:
+        return None, None
+    try:
+        value = json.loads(raw)
+    except (ValueError, RecursionError):
+        return None, "it wrote a result that is not valid JSON"
+    problem = validate_child_result(value)
+    if problem:
+        return None, f"it wrote a malformed result ({problem})"
+    return value, None
+
+
+def resolve_attached(message: dict[str, Any], payload: bytes) -> None:
+    """Set the ``result`` of a ``done`` reply from its attached ``payload``: the job's own result
+    with the ``output`` of the reply's fallback fault, or, when ``payload`` is no result, that
+    fault with the reason appended to its message."""
+    fallback = message.get("result")
+    if not isinstance(fallback, dict):
+        return  # malformed: validate_reply rejects it
+    result, problem = parse_child_result(payload)
+    if result is not None:
+        result["output"] = fallback.get("output", "")
+        message["result"] = result
+    else:
+        fallback["message"] = f"{fallback.get('message', '')}{problem or 'it wrote no result'}"
+
+
 def validate_reply(message: dict[str, Any]) -> str | None:
     """Why ``message`` from the zygote is malformed, or ``None`` when its shape is right.
 
@@ -160,16 +207,32 @@ def _read_exact(fd: int, size: int) -> bytes | None:
     return b"".join(chunks)
 
 
-def read_message(fd: int) -> dict[str, Any] | None:
-    """Read one message from the blocking file descriptor ``fd``; ``None`` at end of file."""
+def read_frame(fd: int) -> bytes | None:
+    """Read one frame's payload from the blocking file descriptor ``fd``; ``None`` at end of
+    file."""
     header = _read_exact(fd, _HEADER.size)
     if header is None:
         return None
     (size,) = _HEADER.unpack(header)
-    payload = _read_exact(fd, size) if size else b""
+    return _read_exact(fd, size) if size else b""
+
+
+def read_message(fd: int) -> dict[str, Any] | None:
+    """Read one message from the blocking file descriptor ``fd``, with its attached result
+    resolved (see :func:`resolve_attached`); ``None`` at end of file."""
+    payload = read_frame(fd)
     if payload is None:
         return None
-    return _decode(payload)
+    message = _decode(payload)
+    attached = message.pop("attached", None)
+    if attached is not None:
+        raw = read_frame(fd)
+        if raw is None:
+            return None
+        if len(raw) != attached:
+            raise ProtocolError(f"attached {len(raw)} bytes, announced {attached}")
+        resolve_attached(message, raw)
+    return message
 
 
 def grow_pipe(fd: int, size: int = 1 << 20) -> None:

@@ -17,11 +17,13 @@ module, ``warm-up``), ``{"op": "ready", ...}`` once, ``{"op": "started", "job_id
 runner's dict or a fault dict (``exception``, ``exit``, ``timeout``, ``crash``, ``cancelled``).
 
 A job is answered as soon as its child writes a byte on the job's done pipe (after its result file
-and the end of its descendants) and the result file holds a valid result: the kernel's teardown of
-the child's address space is then off the critical path. The byte is only a hint; without a valid
-result the job is reported when its process has exited, as a fault when it has to be. Either way
-the job's process group is killed, the child reaped and its directory removed at its exit, and a
-job is answered once.
+and the end of its descendants): the kernel's teardown of the child's address space is then off
+the critical path. That reply attaches the result file's bytes unparsed (see
+:mod:`fxscope.worker.protocol`) and carries, as its ``result``, the fault that stands when they are
+no result; the pool parses and checks them once. The byte is only a hint: without a result file
+(or with one too large) the job is reported when its process has exited, as a fault when it has
+to be, from the result file parsed here. Either way the job's process group is killed, the child
+reaped and its directory removed at its exit, and a job is answered once.
 """
 
 from __future__ import annotations
@@ -46,7 +48,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from .child import DEFAULT_RUNNER, JobFiles, OutputBuffer, parse_faulthandler, run_child
-from .protocol import FrameDecoder, ProtocolError, encode, encode_raw, grow_pipe, validate_child_result, write_all
+from .protocol import (FrameDecoder, ProtocolError, encode, encode_attached, encode_raw, grow_pipe,
+                       parse_child_result, write_all)
 from .reaper import child_pids, load_prctl, set_subreaper
 
 __all__ = ["Zygote", "main"]
@@ -347,9 +350,9 @@ class Zygote:
 
     def _on_done_hint(self, child: _Child) -> None:
         """The job's done pipe is readable: its child says its result is written (or exited, or
-        lies). One hint per job, then the pipe is closed. A valid result is answered now and the
-        job's process group killed (an honest child is exiting anyway); otherwise the job is
-        reported at its exit."""
+        lies). One hint per job, then the pipe is closed. A result file is answered now, attached
+        for the pool to check, and the job's process group killed (an honest child is exiting
+        anyway); without one the job is reported at its exit."""
         try:
             hinted = bool(os.read(child.done_fd, 1))
         except (BlockingIOError, InterruptedError):  # a spurious wake-up
@@ -359,8 +362,8 @@ class Zygote:
         self._close_done(child)
         if not hinted or child.killed or child.reason is not None:
             return  # exited without a word, or killed: decided at its exit
-        raw, result, _ = _load_result(child.files.result)
-        if result is None:
+        raw, problem = _read_result(child.files.result)
+        if not raw or problem:
             return
         if child.out_fd >= 0:
             self._read_output(child, budget=256)  # flushed before the result was written
@@ -368,7 +371,20 @@ class Zygote:
         child.answered = child.killed = True
         _kill(child.pid)  # a lying child ends here; its exit is reaped by reap()
         duration = (time.monotonic() - child.started) * 1000.0
-        self._reply_result(child.job_id, child.pid, duration, raw, result, child.output.text())
+        fault: dict[str, Any] = {"fault": "crash", "signal": None, "signal_name": None, "exit_code": 0,
+                                 "message": "the job's process ended but "}
+        self._add_stack(fault, child.files, child.output.text())
+        self.send_frame(encode_attached({"op": "done", "job_id": child.job_id, "pid": child.pid,
+                                         "duration_ms": round(duration, 3), "result": fault}, raw))
+
+    @staticmethod
+    def _add_stack(fault: dict[str, Any], files: JobFiles, output: str) -> None:
+        """Complete ``fault`` with the job's last stack dump and its ``output``."""
+        stack = parse_faulthandler(_read_text(files.stack))
+        fault["stack"] = stack["stack"]
+        if stack["threads"]:
+            fault["threads"] = stack["threads"]
+        fault["output"] = output
 
     def _finish(self, child: _Child, status: int, cpu_s: float | None = None) -> None:
         duration = (time.monotonic() - child.started) * 1000.0
@@ -388,7 +404,6 @@ class Zygote:
             if result is not None:
                 self._reply_result(child.job_id, child.pid, duration, raw, result, output)
                 return
-            stack = parse_faulthandler(_read_text(files.stack))
             if child.reason == "timeout":
                 fault: dict[str, Any] = {"fault": "timeout", "timeout": child.timeout}
                 if cpu_s is not None:  # busy (a loop) or waiting (a lock, a starved CPU)?
@@ -400,10 +415,7 @@ class Zygote:
                 fault = _crash_fault(status)
                 if problem:
                     fault["message"] = f"{fault['message']}; {problem}"
-            fault["stack"] = stack["stack"]
-            if stack["threads"]:
-                fault["threads"] = stack["threads"]
-            fault["output"] = output
+            self._add_stack(fault, files, output)
             self._reply(child.job_id, child.pid, duration, fault)
         finally:
             shutil.rmtree(files.directory, ignore_errors=True)
@@ -533,26 +545,28 @@ def _kill_group(pgid: int) -> None:
         pass
 
 
+def _read_result(path: str) -> tuple[bytes, str | None]:
+    """The bytes of a job's result file (empty when it is missing), or why they are not read.
+    Bounded even when a process of the job still writes to it."""
+    try:
+        with open(path, "rb") as fh:
+            too_large = os.fstat(fh.fileno()).st_size > MAX_RESULT_BYTES
+            raw = b"" if too_large else fh.read(MAX_RESULT_BYTES + 1)
+    except OSError:
+        return b"", None
+    if too_large or len(raw) > MAX_RESULT_BYTES:
+        return b"", f"its result was larger than {MAX_RESULT_BYTES} bytes"
+    return raw, None
+
+
 def _load_result(path: str) -> tuple[bytes, dict[str, Any] | None, str | None]:
     """The bytes a job's process wrote and the result they parse to, checked; never spliced
     unparsed into a reply. ``(raw, None, why)`` when it is missing, too large or malformed."""
-    try:
-        with open(path, "rb") as fh:
-            if os.fstat(fh.fileno()).st_size > MAX_RESULT_BYTES:
-                return b"", None, f"its result was larger than {MAX_RESULT_BYTES} bytes"
-            raw = fh.read()
-    except OSError:
-        return b"", None, None
-    if not raw:
-        return raw, None, None
-    try:
-        value = json.loads(raw)
-    except (ValueError, RecursionError):
-        return raw, None, "it wrote a result that is not valid JSON"
-    problem = validate_child_result(value)
+    raw, problem = _read_result(path)
     if problem:
-        return raw, None, f"it wrote a malformed result ({problem})"
-    return raw, value, None
+        return raw, None, problem
+    result, problem = parse_child_result(raw)
+    return raw, result, problem
 
 
 def _read_bytes(path: str) -> bytes:
