@@ -103,6 +103,16 @@ def _module(m: Any, where: str) -> None:
     _location(m, where, required=False)
 
 
+def _plain_module(m: Any) -> bool:
+    """A well-formed module entry without a location (most of a model's), checked without
+    building messages; anything else is described by :func:`_module`."""
+    if type(m) is not dict or type(m.get("path")) is not str or type(m.get("type")) is not str:
+        return False
+    params = m.get("params")
+    return (m.get("status") in _MODULE_STATUSES and (params is None or type(params) is int and params >= 0)
+            and all(key not in m for key in ("file", "line", "column", "end_line", "end_column")))
+
+
 def _graph(g: Any, where: str) -> None:
     if not isinstance(g, dict):
         raise _Bad(f"{where}: not an object")
@@ -151,7 +161,8 @@ def payload_problem(body: Any) -> str | None:
         for i, f in enumerate(_list(body, "findings", "result")):
             _finding(f, f"findings[{i}]")
         for i, m in enumerate(_list(body, "modules", "result")):
-            _module(m, f"modules[{i}]")
+            if not _plain_module(m):
+                _module(m, f"modules[{i}]")
         for i, g in enumerate(_list(body, "graphs", "result")):
             _graph(g, f"graphs[{i}]")
         files = body.get("files")

@@ -1,0 +1,87 @@
+"""The shape check of result bodies (worker results and cache entries): its fast paths for graph
+nodes and module entries accept exactly what the full checks accept."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from fxscope.engine.payload import payload_problem
+
+NODE = {"name": "layers_0", "op": "call_module", "target": "layers.0", "scope": "layers.0",
+        "scope_type": "torch.nn.modules.linear.Linear", "inputs": ["x"], "file": "m.py", "line": 14}
+MODULE = {"path": "layers.0", "type": "torch.nn.modules.linear.Linear", "status": "leaf", "params": 72}
+
+
+def body(node: dict[str, Any] | None = None, module: dict[str, Any] | None = None) -> dict[str, Any]:
+    return {
+        "status": "traced", "nodes": 2, "findings": [],
+        "modules": [{"path": "", "type": "m.Net", "status": "traced", "params": 0, "file": "m.py", "line": 3},
+                    MODULE if module is None else module],
+        "graphs": [{"module": "", "nodes": [
+            {"name": "x", "op": "placeholder", "target": "x", "scope": "", "scope_type": "m.Net", "inputs": []},
+            NODE if node is None else node]}],
+    }
+
+
+def with_(base: dict[str, Any], **changes: Any) -> dict[str, Any]:
+    out = copy.deepcopy(base)
+    for key, value in changes.items():
+        if value is ...:
+            out.pop(key, None)
+        else:
+            out[key] = value
+    return out
+
+
+def test_a_well_formed_body_passes() -> None:
+    assert payload_problem(body()) is None
+    assert payload_problem(body(node=with_(NODE, file=..., line=...))) is None  # an unlocated node
+    assert payload_problem(body(node=with_(NODE, column=3, end_line=14, end_column=9))) is None
+    assert payload_problem(body(module=with_(MODULE, params=...))) is None
+    assert payload_problem(body(module=with_(MODULE, file="m.py", line=2))) is None
+
+
+@pytest.mark.parametrize("node", [
+    with_(NODE, op="call_everything"),
+    with_(NODE, name=3),
+    with_(NODE, scope=...),
+    with_(NODE, scope_type=None),
+    with_(NODE, file=None),
+    with_(NODE, line=...),
+    with_(NODE, file=...),
+    with_(NODE, line=0),
+    with_(NODE, line=True),
+    with_(NODE, line="14"),
+    with_(NODE, column=0),
+    "a string",
+], ids=["op", "name", "no-scope", "scope-type", "file-none", "no-line", "no-file", "line-0", "line-bool",
+        "line-str", "column-0", "not-an-object"])
+def test_a_malformed_node_is_named(node: Any) -> None:
+    assert (payload_problem(body(node=node)) or "").startswith("graphs[0].nodes[1]")
+
+
+@pytest.mark.parametrize("module", [
+    with_(MODULE, status="gone"),
+    with_(MODULE, type=None),
+    with_(MODULE, path=...),
+    with_(MODULE, params=-1),
+    with_(MODULE, params=True),
+    with_(MODULE, file="m.py"),
+    with_(MODULE, line=2),
+    with_(MODULE, file=None, line=2),
+    [MODULE],
+], ids=["status", "type", "no-path", "params-negative", "params-bool", "file-without-line",
+        "line-without-file", "file-none", "not-an-object"])
+def test_a_malformed_module_is_named(module: Any) -> None:
+    assert (payload_problem(body(module=module)) or "").startswith("modules[1]")
+
+
+def test_string_subclasses_take_the_full_check() -> None:
+    class Name(str):
+        pass
+
+    assert payload_problem(body(node=with_(NODE, name=Name("layers_0")))) is None
+    assert payload_problem(body(module=with_(MODULE, type=Name("torch.nn.Linear")))) is None
