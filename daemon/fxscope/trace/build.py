@@ -124,14 +124,93 @@ def _no_meta_init() -> Iterator[None]:
             setattr(init, name, fn)
 
 
+#: Modules whose tensor factories ``torch.device("meta")`` redirects (``torch.fft.fftfreq``...).
+_FACTORY_MODULES = ("torch", "torch.fft", "torch.nested", "torch.special", "torch.linalg", "torch.sparse")
+_factory_sites: list[tuple[Any, str, Any]] | None = None
+_meta_default = False  # true while a build runs with meta-defaulting factories
+
+
+def _factories() -> list[tuple[Any, str, Any]]:
+    """``(module, attribute, function)`` of every public tensor factory that the device context
+    manager redirects (torch's own list; empty when this torch has none)."""
+    global _factory_sites
+    if _factory_sites is None:
+        from torch.utils import _device  # what torch.device("meta") is made of
+
+        constructors = getattr(_device, "_device_constructors", None)
+        wanted = constructors() if callable(constructors) else set()
+        found = []
+        for name in _FACTORY_MODULES:
+            module = sys.modules.get(name)
+            for attr, fn in list(vars(module).items()) if module is not None else ():
+                try:
+                    if fn in wanted:
+                        found.append((module, attr, fn))
+                except TypeError:  # unhashable module attribute
+                    continue
+        _factory_sites = found
+    return _factory_sites
+
+
+def _defaulting_to_meta(fn: Callable[..., Any]) -> Callable[..., Any]:
+    def factory(*args: Any, **kwargs: Any) -> Any:
+        if _meta_default and kwargs.get("device") is None:
+            kwargs["device"] = "meta"
+        return fn(*args, **kwargs)
+
+    factory.__name__ = getattr(fn, "__name__", "factory")
+    factory.__qualname__ = getattr(fn, "__qualname__", factory.__name__)
+    factory.__doc__ = getattr(fn, "__doc__", None)
+    factory.__wrapped__ = fn  # type: ignore[attr-defined]
+    return factory
+
+
+@contextmanager
+def _meta_factories() -> Iterator[None]:
+    """Torch's tensor factories default to the meta device, as under ``torch.device("meta")``,
+    without a ``TorchFunctionMode`` (which costs every torch call of a construction a Python
+    dispatch: a quarter of building 1,000 layers). A factory referenced before this starts
+    (``from torch import zeros``) is not redirected: see :func:`build_model`."""
+    global _meta_default
+    sites = _factories()
+    for module, attr, fn in sites:
+        setattr(module, attr, _defaulting_to_meta(fn))
+    _meta_default = True
+    try:
+        yield
+    finally:
+        _meta_default = False  # a wrapper kept by the model no longer redirects anything
+        for module, attr, fn in sites:
+            setattr(module, attr, fn)
+
+
+def _all_on_meta(model: nn.Module) -> bool:
+    return all(t.is_meta for t in model.parameters()) and all(t.is_meta for t in model.buffers())
+
+
 def build_model(factory: Callable[[], Any], *, device: str = "meta",
                 is_user_file: Callable[[str], bool] | None = None,
-                classifier: FrameClassifier | None = None) -> BuiltModel:
+                classifier: FrameClassifier | None = None, exact_meta: bool = False) -> BuiltModel:
     """Call ``factory`` under ``torch.device(device)``; on meta failure retry on CPU with an
-    FXS406 info finding. Raises :class:`BuildError` when construction fails on CPU too."""
+    FXS406 info finding. Raises :class:`BuildError` when construction fails on CPU too.
+
+    On meta, construction first runs with torch's factories defaulting to meta (faster than the
+    device context); its model is kept only when every parameter and buffer is on meta and the
+    factory returned no example inputs, else construction runs again under the device context.
+    ``exact_meta`` (shape-aware tracing, where a tensor left on the CPU would meet meta ones)
+    uses the device context only."""
     classifier = classifier or FrameClassifier(is_user_file)
     sites: dict[tuple[int, str], SourceLocation] = {}
     findings: list[Finding] = []
+    if device == "meta" and not exact_meta and _factories():
+        try:
+            with record_assignments(sites, classifier), _meta_factories(), _no_meta_init():
+                model, cargs, inputs = _unpack(factory())
+            if inputs is None and _all_on_meta(model):
+                return BuiltModel(model, cargs, "meta", findings, sites, inputs)
+        except Exception:  # noqa: BLE001 - the device context decides, as it always did
+            pass
+        sites.clear()
     if device == "meta":
         try:
             with record_assignments(sites, classifier), torch.device("meta"), _no_meta_init():

@@ -264,7 +264,8 @@ def run_trace_job(job: dict[str, Any]) -> dict[str, Any]:
     wrap_functions, problems = _wrap_functions(list(getattr(config, "wrap_functions", ())))
     result["warnings"].extend(problems)
     try:
-        built = build_model(factory, device=config.device, is_user_file=is_user_file)
+        built = build_model(factory, device=config.device, is_user_file=is_user_file,
+                            exact_meta=bool(target.get("inputs")))
     except BuildError as be:
         cause = be.__cause__ or be
         what = "factory" if target["kind"] == "factory" else "constructor"
