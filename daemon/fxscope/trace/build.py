@@ -20,7 +20,7 @@ import torch.nn as nn
 from fxscope.trace.findings import Finding
 from fxscope.trace.frames import INTERNAL, USER, FrameClassifier, SourceLocation, frame_location, traceback_location
 
-__all__ = ["BuiltModel", "build_model", "record_assignments", "BuildError"]
+__all__ = ["BuiltModel", "build_model", "record_assignments", "BuildError", "warm_up"]
 
 
 class BuildError(Exception):
@@ -182,6 +182,12 @@ def _meta_factories() -> Iterator[None]:
         _meta_default = False  # a wrapper kept by the model no longer redirects anything
         for module, attr, fn in sites:
             setattr(module, attr, fn)
+
+
+def warm_up() -> None:
+    """Fill what the first build of a process computes (the list of torch's factories, ~2 ms), in
+    a process that forks builders."""
+    _factories()
 
 
 def _all_on_meta(model: nn.Module) -> bool:

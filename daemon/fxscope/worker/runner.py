@@ -205,7 +205,9 @@ def warm_up() -> None:
     import torch.utils._device  # noqa: F401 - imported lazily by nn.Module construction
 
     import fxscope.trace.analysis  # noqa: F401
-    import fxscope.trace.build  # noqa: F401
+    import fxscope.trace.build
+
+    fxscope.trace.build.warm_up()
 
     sysconfig.get_paths()
     site.getsitepackages()
