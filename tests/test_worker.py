@@ -336,6 +336,30 @@ def zygote_fds(pool) -> int:
     return len(os.listdir(f"/proc/{pool.info['pid']}/fd"))
 
 
+def only_a_spare(pool, jobs=()) -> bool:
+    """The zygote's one child is its spare: no process of ``jobs`` (handles) is left."""
+    children = zygote_children(pool)
+    return len(children) == 1 and children[0] not in {h.pid for h in jobs}
+
+
+def the_spare(pool, jobs=(), timeout: float = 10.0) -> int:
+    """The pid of the zygote's spare, once it is its only child (none of ``jobs``)."""
+    assert settled(lambda: only_a_spare(pool, jobs), timeout), zygote_children(pool)
+    return zygote_children(pool)[0]
+
+
+def spare_dir(pool) -> str:
+    """The name of the job directory the spare holds its stack file in."""
+    pid = the_spare(pool)
+
+    def stack_files() -> list[str]:
+        targets = [os.readlink(f"/proc/{pid}/fd/{fd}") for fd in os.listdir(f"/proc/{pid}/fd")]
+        return [t for t in targets if t.endswith("/stack.txt")]
+
+    assert settled(stack_files), "the spare opens its stack file as it starts"
+    return os.path.basename(os.path.dirname(stack_files()[0]))
+
+
 def settled(check, timeout: float = 5.0) -> bool:
     deadline = time.monotonic() + timeout
     while not check():
@@ -370,16 +394,19 @@ def test_an_invalid_result_is_the_same_fault_with_or_without_the_done_byte(pool)
 
 
 def test_many_jobs_leave_no_descriptor_or_process_in_the_zygote(pool):
-    pool.submit({"runner": runner("echo")}).result(30)
-    assert settled(lambda: not zygote_children(pool))
-    fds = zygote_fds(pool)
+    first = pool.submit({"runner": runner("echo")})
+    first.result(30)
+    assert settled(lambda: only_a_spare(pool, [first]))
+    assert settled(lambda: os.listdir(pool.info["scratch"]) == [spare_dir(pool)])  # first's removed
+    fds = zygote_fds(pool)  # the spare's three pipes included
     runners = ["echo", "noisy", "raises", "hard_exit", "answer_then_linger", "done_byte_first"]
     handles = [pool.submit({"runner": runner(runners[i % len(runners)]), "timeout": 60})
                for i in range(60)]
     assert all(h.result(60) for h in handles)
-    assert settled(lambda: not zygote_children(pool)), "every job's process is reaped"
+    assert settled(lambda: only_a_spare(pool, handles)), "every job's process is reaped"
     assert settled(lambda: zygote_fds(pool) == fds), "every job's pipes are closed"
-    assert settled(lambda: not os.listdir(pool.info["scratch"])), "every job's directory is removed"
+    assert settled(lambda: os.listdir(pool.info["scratch"]) == [spare_dir(pool)]), \
+        "every job's directory is removed"
 
 
 def test_closing_the_pool_after_an_answer_leaves_no_process():
@@ -388,3 +415,63 @@ def test_closing_the_pool_after_an_answer_leaves_no_process():
         assert handle.result(30)["value"] == "early"
         zygote = pool.info["pid"]
     assert process_gone(handle.pid) and process_gone(zygote)
+
+
+def test_a_job_runs_on_the_spare_forked_before_it_and_a_new_spare_follows(pool):
+    spare = the_spare(pool)
+    handle = pool.submit({"runner": runner("echo"), "value": 7})
+    result = handle.result(30)
+    assert result["value"] == 7 and result["pid"] == handle.pid == spare
+    assert settled(lambda: only_a_spare(pool, [handle]))
+    assert the_spare(pool) != spare
+
+
+def test_nothing_of_a_job_reaches_the_next_spare(pool):
+    first, second = (pool.submit({"runner": runner("leave_traces")}).result(30) for _ in range(2))
+    assert first["found"] == second["found"] == []
+
+
+def test_a_spare_that_dies_is_replaced_and_jobs_still_run(pool):
+    spare = the_spare(pool)
+    os.kill(spare, signal.SIGKILL)
+    assert process_gone(spare)  # its pipe is closed: whether reaped yet or not, the job is forked
+    forked = pool.submit({"runner": runner("echo"), "value": 1})
+    assert forked.result(30)["value"] == 1 and forked.pid != spare
+    replacement = the_spare(pool, [forked])
+    assert replacement != spare
+    handle = pool.submit({"runner": runner("echo"), "value": 2})
+    assert handle.result(30)["pid"] == replacement
+
+
+def test_a_spare_that_dies_at_the_hand_over_is_a_crash_of_its_job(pool):
+    spare = the_spare(pool)
+    os.kill(spare, signal.SIGSTOP)  # alive: its pipe takes the job
+    handle = pool.submit({"runner": runner("echo"), "timeout": 60})
+    assert wait_for_pid(handle) == spare
+    os.kill(spare, signal.SIGKILL)
+    result = handle.result(30)
+    assert result["fault"] == "crash" and result["signal_name"] == "SIGKILL"
+    assert pool.submit({"runner": runner("echo"), "value": 3}).result(30)["value"] == 3
+
+
+def test_cancel_and_timeout_of_jobs_on_spares(pool):
+    spare = the_spare(pool)
+    handle = pool.submit({"runner": runner("sleep_forever"), "timeout": 60})
+    assert wait_for_pid(handle) == spare
+    assert handle.cancel()
+    assert handle.result(5) == {"fault": "cancelled"}
+    assert process_gone(spare)
+    spare = the_spare(pool, [handle])
+    handle = pool.submit({"runner": runner("sleep_forever"), "timeout": 1})
+    result = handle.result(30)
+    assert handle.pid == spare and result["fault"] == "timeout"
+    assert result["stack"][-1]["line"] == line_of("SLEEP-LINE") and "sleeping" in result["output"]
+    assert process_gone(spare)
+
+
+def test_closing_the_pool_kills_its_spare():
+    with WorkerPool(max_workers=1, sys_path=[str(TESTS)]) as pool:
+        pool.ensure_started(timeout=60)
+        spare = the_spare(pool)
+        zygote = pool.info["pid"]
+    assert process_gone(spare) and process_gone(zygote)

@@ -130,3 +130,12 @@ def invalid_result_then_exit(job: dict[str, Any]) -> dict[str, Any]:
     if job.get("done_byte"):
         os.write(_done_fd(), b"\0")
     os._exit(0)
+
+
+def leave_traces(job: dict[str, Any]) -> dict[str, Any]:
+    """Report what an earlier job may have left in this process, then leave the same."""
+    found = [name for name in ("FXSCOPE_TEST_LEFT",) if name in os.environ]
+    found += [name for name in ("fxscope_test_left",) if name in sys.modules]
+    os.environ["FXSCOPE_TEST_LEFT"] = "1"
+    sys.modules["fxscope_test_left"] = sys
+    return {"found": found}

@@ -1,8 +1,10 @@
 """What a job's child process does between ``os.fork()`` in the zygote and ``os._exit()``.
 
 The child isolates itself (process group, default signal handlers, output captured to a pipe,
-memory and recursion limits, stack dumps on SIGUSR1 and fatal signals), runs the job's runner
-and writes a JSON result file atomically. Every exception, ``SystemExit`` included, becomes a
+stack dumps on SIGUSR1 and fatal signals), records the module baseline, then sets the job's memory
+and recursion limits, runs the job's runner and writes a JSON result file atomically. A spare
+(:func:`run_spare`) does everything up to the baseline before it has a job, then blocks until the
+zygote hands one over on a pipe of its own. Every exception, ``SystemExit`` included, becomes a
 fault dict; the child never returns to the zygote's loop. Once the result is written and its
 descendants are killed, it writes one byte on the job's done pipe, so the zygote can answer
 before the exit's teardown.
@@ -35,6 +37,7 @@ __all__ = [
     "OutputBuffer",
     "parse_faulthandler",
     "run_child",
+    "run_spare",
 ]
 
 DEFAULT_RUNNER = "fxscope.worker.runner:run_trace_job"
@@ -305,7 +308,6 @@ def _write_result(files: JobFiles, result: dict[str, Any]) -> None:
 
 
 def _run(job: dict[str, Any], files: JobFiles) -> dict[str, Any]:
-    touched.record_baseline()
     _set_limits(job)
     sys_path = [str(p) for p in job.get("sys_path") or ()]
     if sys_path:
@@ -337,21 +339,63 @@ def run_child(
     the runner's dict (or a fault) without ``output``: the zygote adds what it read from
     ``output_fd``, the write end of the job's output pipe. Once the result is written and every
     descendant is gone, one byte on ``done_fd`` tells the zygote before the exit."""
+    _serve(lambda: job, files, close_fds, parent_pid, prctl, output_fd, done_fd)
+
+
+def run_spare(
+    files: JobFiles,
+    close_fds: Iterable[int],
+    parent_pid: int,
+    prctl: Callable[..., int] | None = None,
+    *,
+    output_fd: int,
+    done_fd: int,
+    job_fd: int,
+) -> NoReturn:
+    """As :func:`run_child`, for a job not known yet: prepare, then read the job's JSON from
+    ``job_fd`` up to its end of file and run it. Exits without a result when the pipe ends empty
+    (the zygote took no job from this spare)."""
+    _serve(lambda: _receive_job(job_fd), files, close_fds, parent_pid, prctl, output_fd, done_fd)
+
+
+def _receive_job(fd: int) -> dict[str, Any] | None:
+    """The job the zygote wrote on ``fd`` before closing it, or None when it wrote nothing."""
+    chunks = []
+    while True:
+        try:
+            data = os.read(fd, 1 << 16)
+        except InterruptedError:
+            continue
+        if not data:
+            break
+        chunks.append(data)
+    os.close(fd)
+    if not chunks:
+        return None
+    job = json.loads(b"".join(chunks))
+    if not isinstance(job, dict):
+        raise TypeError("the job is not an object")
+    return job
+
+
+def _serve(
+    get_job: Callable[[], dict[str, Any] | None],
+    files: JobFiles,
+    close_fds: Iterable[int],
+    parent_pid: int,
+    prctl: Callable[..., int] | None,
+    output_fd: int,
+    done_fd: int,
+) -> NoReturn:
     code = _EXIT_NO_RESULT
     try:
         _isolate(close_fds, parent_pid, prctl)
-        _stack_file = _capture_output(files, output_fd)
-        try:
-            result = _run(job, files)
-        except BaseException as exc:  # noqa: BLE001 - SystemExit, MemoryError... all are faults
-            result = exception_fault(exc)
-        try:
-            _write_result(files, result)
-        except BaseException as exc:  # noqa: BLE001 - e.g. a result that is not JSON
-            fault = exception_fault(exc)
-            fault["message"] = f"could not serialise the result: {fault.get('message', '')}"
-            _write_result(files, fault)
-        code = 0
+        _capture_output(files, output_fd)
+        touched.record_baseline()
+        job = get_job()
+        if job is not None:
+            _finish_job(job, files)
+            code = 0
     except BaseException:  # noqa: BLE001 - reported by the zygote as a crash
         pass
     finally:
@@ -361,6 +405,20 @@ def run_child(
                 _announce_done(done_fd)
         finally:
             _os_exit(code)
+
+
+def _finish_job(job: dict[str, Any], files: JobFiles) -> None:
+    """Run ``job`` and write its result file: the runner's dict or a fault."""
+    try:
+        result = _run(job, files)
+    except BaseException as exc:  # noqa: BLE001 - SystemExit, MemoryError... all are faults
+        result = exception_fault(exc)
+    try:
+        _write_result(files, result)
+    except BaseException as exc:  # noqa: BLE001 - e.g. a result that is not JSON
+        fault = exception_fault(exc)
+        fault["message"] = f"could not serialise the result: {fault.get('message', '')}"
+        _write_result(files, fault)
 
 
 def _announce_done(fd: int) -> None:

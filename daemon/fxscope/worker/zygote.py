@@ -1,4 +1,4 @@
-"""The zygote: imports torch once, then forks one child per job.
+"""The zygote: imports torch once, then runs each job in a child of its own.
 
 Run as ``python -m fxscope.worker.zygote --fd-in N --fd-out M [--preload MOD] [--sys-path DIR]
 [--root DIR]``. The ``--sys-path`` entries (a workspace's ``python-path``) are on ``sys.path`` before
@@ -24,6 +24,14 @@ no result; the pool parses and checks them once. The byte is only a hint: withou
 (or with one too large) the job is reported when its process has exited, as a fault when it has
 to be, from the result file parsed here. Either way the job's process group is killed, the child
 reaped and its directory removed at its exit, and a job is answered once.
+
+A spare child is kept forked ahead of time (after ``ready``, and again as soon as a spare is
+taken): it has isolated itself, wired its output and done pipes and recorded the module baseline,
+and waits for a job's JSON on a pipe of its own. A ``run`` request hands the job to the spare (its
+pid is the one ``started`` names; the job's deadline starts then) when the JSON fits the pipe's
+buffer in one write; otherwise, or when no spare is ready, the job's child is forked as before.
+Spares are only forked from the zygote, never from a job, and are not orphans to the sweep; a spare
+that dies unused is reaped, never reported, and replaced after ``SPARE_RETRY`` seconds.
 """
 
 from __future__ import annotations
@@ -47,7 +55,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .child import DEFAULT_RUNNER, JobFiles, OutputBuffer, parse_faulthandler, run_child
+from .child import DEFAULT_RUNNER, JobFiles, OutputBuffer, parse_faulthandler, run_child, run_spare
 from .protocol import (FrameDecoder, ProtocolError, encode, encode_attached, encode_raw, grow_pipe,
                        parse_child_result, write_all)
 from .reaper import child_pids, load_prctl, set_subreaper
@@ -58,6 +66,8 @@ DUMP_GRACE = 0.4  # seconds between SIGUSR1 (stack dump) and SIGKILL on timeout
 POLL_INTERVAL = 1.0  # reap at least this often while children run, even without SIGCHLD
 PARENT_CHECK_INTERVAL = 0.2  # seconds between checks that the pool still exists, during start-up
 MAX_RESULT_BYTES = 256 * 1024 * 1024  # a larger result file is a fault, never read
+SPARE_RETRY = 1.0  # seconds before a spare that died unused (or could not be forked) is replaced
+SPARE_JOB_BYTES = 64 * 1024  # a larger job is not handed to a spare: it could not be written at once
 
 
 @dataclass
@@ -75,6 +85,17 @@ class _Child:
     kill_at: float | None = None
     killed: bool = False
     answered: bool = False  # replied from its done hint; its exit is only reaped
+
+
+@dataclass
+class _Spare:
+    """A child forked ahead of its job; it reads the job from ``job_fd``'s pipe."""
+
+    pid: int
+    files: JobFiles
+    job_fd: int  # write end of the pipe the spare waits on
+    out_fd: int  # read ends of its output and done pipes, the job's once handed over
+    done_fd: int
 
 
 def _kill(pid: int, sig: int = signal.SIGKILL) -> None:
@@ -103,6 +124,8 @@ class Zygote:
         self.scratch = scratch
         self.children: dict[int, _Child] = {}
         self.by_job: dict[str, _Child] = {}
+        self.spare: _Spare | None = None
+        self._spare_after = 0.0  # monotonic time before which no spare is forked
         self.stopping = False
         self._out: deque[memoryview] = deque()
         self._decoder = FrameDecoder()
@@ -124,6 +147,7 @@ class Zygote:
         signal.signal(signal.SIGCHLD, lambda *_: None)
         signal.signal(signal.SIGTERM, self._on_term)
         signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGPIPE, signal.SIG_IGN)  # a dead spare's pipe: EPIPE, never a signal
 
     # -- output -----------------------------------------------------------------------------
     def send(self, message: dict[str, Any]) -> None:
@@ -184,57 +208,133 @@ class Zygote:
         if job_id in self.by_job:
             self._reply(job_id, None, 0.0, {"fault": "crash", "message": "duplicate job id"})
             return
-        self._counter += 1
-        files = JobFiles(os.path.join(self.scratch, f"job{self._counter}"))
         started = time.monotonic()
-        parent = os.getpid()
-        out_r = out_w = done_r = done_w = -1
-        try:
-            os.mkdir(files.directory, 0o700)
-            out_r, out_w = os.pipe()
-            done_r, done_w = os.pipe()
-            sys.stdout.flush()
-            sys.stderr.flush()
-            pid = os.fork()
-        except OSError as exc:
-            for fd in (out_r, out_w, done_r, done_w):
-                if fd >= 0:
-                    os.close(fd)
-            shutil.rmtree(files.directory, ignore_errors=True)
-            self._reply(job_id, None, 0.0, {"fault": "crash", "message": f"fork failed: {exc}"})
-            return
-        if pid == 0:  # the child: run_child always ends in os._exit
+        spare = self._hand_over(job)
+        if spare is not None:
+            pid, files, out_r, done_r = spare.pid, spare.files, spare.out_fd, spare.done_fd
+        else:
+            files = self._new_files()
             try:
-                run_child(job, files, [*self._own_fds(), out_r, done_r], parent, self._prctl,
-                          output_fd=out_w, done_fd=done_w)
-            finally:
-                os._exit(70)
-        os.close(out_w)
-        os.close(done_w)
-        try:
-            os.setpgid(pid, pid)
-        except OSError:
-            pass
+                pid, out_r, done_r, _ = self._spawn(files, job)
+            except OSError as exc:
+                self._reply(job_id, None, 0.0, {"fault": "crash", "message": f"fork failed: {exc}"})
+                return
         try:
             timeout = float(job.get("timeout") or 0) or None
         except (TypeError, ValueError):
             timeout = None
         child = _Child(job_id, pid, files, started, timeout, started + timeout if timeout else None,
                        out_r, done_r, OutputBuffer())
-        os.set_blocking(out_r, False)
-        os.set_blocking(done_r, False)
         self._sel.register(out_r, selectors.EVENT_READ, ("output", pid))
         self._sel.register(done_r, selectors.EVENT_READ, ("done", pid))
         self.children[pid] = child
         self.by_job[job_id] = child
         self.send({"op": "started", "job_id": job_id, "pid": pid})
 
+    def _new_files(self) -> JobFiles:
+        self._counter += 1
+        return JobFiles(os.path.join(self.scratch, f"job{self._counter}"))
+
+    def _spawn(self, files: JobFiles, job: dict[str, Any] | None) -> tuple[int, int, int, int]:
+        """Create ``files``' directory and the child's pipes, then fork the child running ``job``
+        (a spare without one). Returns its pid, the read ends of its output and done pipes and, for
+        a spare, the write end of its job pipe (else -1). On OSError nothing is left behind."""
+        parent = os.getpid()
+        fds: list[int] = []
+        try:
+            os.mkdir(files.directory, 0o700)
+            out_r, out_w = os.pipe()
+            fds += (out_r, out_w)
+            done_r, done_w = os.pipe()
+            fds += (done_r, done_w)
+            job_r, job_w = os.pipe() if job is None else (-1, -1)
+            fds += (job_r, job_w)
+            sys.stdout.flush()
+            sys.stderr.flush()
+            pid = os.fork()
+        except OSError:
+            for fd in fds:
+                if fd >= 0:
+                    os.close(fd)
+            shutil.rmtree(files.directory, ignore_errors=True)
+            raise
+        if pid == 0:  # the child: run_child and run_spare always end in os._exit
+            try:
+                close = [*self._own_fds(), out_r, done_r]
+                if job is None:
+                    run_spare(files, [*close, job_w], parent, self._prctl, output_fd=out_w,
+                              done_fd=done_w, job_fd=job_r)
+                else:
+                    run_child(job, files, close, parent, self._prctl, output_fd=out_w, done_fd=done_w)
+            finally:
+                os._exit(70)
+        for fd in (out_w, done_w, job_r):
+            if fd >= 0:
+                os.close(fd)
+        try:
+            os.setpgid(pid, pid)
+        except OSError:
+            pass
+        os.set_blocking(out_r, False)
+        os.set_blocking(done_r, False)
+        return pid, out_r, done_r, job_w
+
+    def _ensure_spare(self) -> None:
+        """Fork a spare when none is ready (not while stopping, nor before ``_spare_after``)."""
+        if self.spare is not None or self.stopping or time.monotonic() < self._spare_after:
+            return
+        files = self._new_files()
+        try:
+            pid, out_r, done_r, job_w = self._spawn(files, None)
+        except OSError as exc:
+            print(f"fxscope zygote: cannot fork a spare: {exc}", file=sys.stderr)
+            self._spare_after = time.monotonic() + SPARE_RETRY
+            return
+        os.set_blocking(job_w, False)
+        self.spare = _Spare(pid, files, job_w, out_r, done_r)
+
+    def _hand_over(self, job: dict[str, Any]) -> _Spare | None:
+        """Give ``job`` to the spare, now the job's process; None (and no spare) when there is no
+        spare, when the job is too large for its pipe or when it cannot take it (dead: EPIPE)."""
+        spare = self.spare
+        if spare is None:
+            return None
+        data = json.dumps(job, separators=(",", ":")).encode("utf-8")
+        if len(data) > SPARE_JOB_BYTES:
+            return None
+        self.spare = None
+        try:
+            written = os.write(spare.job_fd, data)
+        except OSError:
+            written = -1
+        if written != len(data):  # never a part of a job: the spare dies instead
+            self._drop_spare(spare, kill=True)
+            return None
+        os.close(spare.job_fd)
+        spare.job_fd = -1
+        return spare
+
+    def _drop_spare(self, spare: _Spare, kill: bool) -> None:
+        """Forget ``spare`` (dead, or killed here); its exit is reaped as a non-job child's."""
+        if kill:
+            _kill(spare.pid)
+        for fd in (spare.job_fd, spare.out_fd, spare.done_fd):
+            if fd >= 0:
+                os.close(fd)
+        spare.job_fd = spare.out_fd = spare.done_fd = -1
+        shutil.rmtree(spare.files.directory, ignore_errors=True)
+        if self.spare is spare:
+            self.spare = None
+        self._spare_after = time.monotonic() + SPARE_RETRY
+
     def _own_fds(self) -> list[int]:
-        """Descriptors a new child must close: the protocol, and other jobs' output and done
-        pipes."""
+        """Descriptors a new child must close: the protocol, other jobs' output and done pipes and
+        the spare's pipes."""
         fds = [self.fd_in, self.fd_out, self._wake_r, self._wake_w]
         for c in self.children.values():
             fds += [fd for fd in (c.out_fd, c.done_fd) if fd >= 0]
+        if self.spare is not None:
+            fds += [fd for fd in (self.spare.job_fd, self.spare.out_fd, self.spare.done_fd) if fd >= 0]
         try:
             fds.append(self._sel.fileno())  # type: ignore[attr-defined]
         except (AttributeError, ValueError):
@@ -273,7 +373,8 @@ class Zygote:
     def reap(self) -> None:
         """Collect every exited child and report it. A job's process group is killed while its
         exited leader still holds the group id, so nothing the job forked outlives it; orphans
-        re-parented to this subreaper (``setsid`` escapes of a job that was killed) are killed too."""
+        re-parented to this subreaper (``setsid`` escapes of a job that was killed) are killed too.
+        A spare that died is forgotten (replaced later), never reported."""
         sweep = False
         while True:
             try:
@@ -286,7 +387,8 @@ class Zygote:
                 break
             pid = info.si_pid
             child = self.children.get(pid)
-            if child is not None:
+            spare = self.spare if self.spare is not None and self.spare.pid == pid else None
+            if child is not None or spare is not None:
                 _kill_group(pid)  # the exited leader is a zombie: the group id cannot be reused
             try:
                 _, status, usage = os.wait4(pid, 0)
@@ -295,6 +397,8 @@ class Zygote:
             except InterruptedError:
                 continue
             sweep = True  # a job ended, or an orphan died and may have left orphans of its own
+            if spare is not None:
+                self._drop_spare(spare, kill=False)
             if child is not None:
                 self.children.pop(pid, None)
                 self.by_job.pop(child.job_id, None)
@@ -303,12 +407,13 @@ class Zygote:
             self.kill_orphans()
 
     def kill_orphans(self) -> int:
-        """SIGKILL every child process of the zygote that is not a job; return how many. They are
-        re-parented orphans of jobs that ended: a running job's orphans are re-parented to its own
-        child, a subreaper too. They are reaped by :meth:`reap`."""
+        """SIGKILL every child process of the zygote that is neither a job nor the spare; return
+        how many. They are re-parented orphans of jobs that ended: a running job's orphans are
+        re-parented to its own child, a subreaper too. They are reaped by :meth:`reap`."""
         count = 0
+        spare = self.spare.pid if self.spare is not None else None
         for pid in child_pids():
-            if pid not in self.children:
+            if pid not in self.children and pid != spare:
                 try:
                     os.kill(pid, signal.SIGKILL)
                     count += 1
@@ -444,9 +549,13 @@ class Zygote:
         """Serve requests until shutdown, parent EOF or SIGTERM; then kill every child."""
         try:
             while not self.stopping:
+                self._ensure_spare()
                 timeout = self._check_deadlines()
                 if self.children:
                     timeout = POLL_INTERVAL if timeout is None else min(timeout, POLL_INTERVAL)
+                if self.spare is None:  # the next attempt to fork one
+                    wait = max(0.0, self._spare_after - time.monotonic())
+                    timeout = wait if timeout is None else min(timeout, wait)
                 for key, _ in self._sel.select(timeout):
                     if key.data == "in":
                         self._read_input()
@@ -489,8 +598,16 @@ class Zygote:
             self.handle(message)
 
     def kill_all(self) -> None:
-        """SIGKILL every child with its process group and every orphan, reap them and remove the
-        scratch directory."""
+        """SIGKILL every child with its process group, the spare and every orphan, reap them and
+        remove the scratch directory."""
+        if self.spare is not None:
+            spare = self.spare
+            _kill_group(spare.pid)
+            self._drop_spare(spare, kill=True)
+            try:
+                os.waitpid(spare.pid, 0)
+            except OSError:
+                pass
         for child in self.children.values():
             _kill_group(child.pid)
             _kill(child.pid)
