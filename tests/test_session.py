@@ -227,16 +227,17 @@ def test_an_edit_kills_the_running_child_and_a_cancelled_target_keeps_its_result
         assert before.status == "traced" and before.graphs
         traced_line = _line_of(path.read_text(), "return x * 2")
         assert any(n.op == "call_function" for n in ws.nodes_at(path, traced_line))
-        assert _wait_for(lambda: _children(marker) == 1)  # the zygote alone
+        assert _wait_for(lambda: _children(marker) == 2)  # the zygote and its spare child
 
         stuck = _slow_version(path.read_text())
         ws.open(path, 1, path.read_text())
         ws.change(path, 2, stuck)
         clock.advance(0.3)
-        assert _wait_for(lambda: ws.status().running == 1 and _children(marker) == 2)  # tracing, stuck
+        # tracing, stuck: the job runs in the spare, and a new spare is forked
+        assert _wait_for(lambda: ws.status().running == 1 and _children(marker) == 3)
 
         ws.change(path, 3, stuck.replace("# stuck", "# still stuck"))  # a newer snapshot ...
-        assert _wait_for(lambda: _children(marker) == 1)  # ... killed the child at once (no debounce)
+        assert _wait_for(lambda: _children(marker) == 2)  # ... killed the child at once (no debounce)
         assert _wait_for(lambda: ws.status().running == 0)  # its cancellation is delivered
         kept = ws.graph("slow.py::Slow")  # the cancelled target keeps its last result
         assert kept.status == "traced" and [n.name for _, ns in kept.graphs for n in ns] == \
@@ -463,12 +464,12 @@ def test_cancel_interrupts_a_check_and_keeps_the_previous_result(
         outcome: list[object] = []
         runner = threading.Thread(target=lambda: outcome.append(_catch(ws.check)))
         runner.start()
-        assert _wait_for(lambda: _children(marker) == 2)  # the stuck trace runs
+        assert _wait_for(lambda: _children(marker) == 3)  # the stuck trace runs (and a new spare)
         ws.cancel()
         runner.join(IDLE)
         [error] = outcome
         assert isinstance(error, CheckInterrupted), error  # never a shorter report
-        assert _wait_for(lambda: _children(marker) == 1)
+        assert _wait_for(lambda: _children(marker) == 2)  # the zygote and its spare
         assert ws.graph("slow.py::Slow").status == "traced"  # the previous result is kept
 
 
