@@ -6,7 +6,8 @@ settings on a generated workspace, opens a ~200-node and a ~2000-node model, and
 included) over isolated edits. It prints, per model: the raw in-process
 ``torch.fx.symbolic_trace`` time, a fresh ``python -c "import torch; trace"``, the ratios against
 the budget (within 1.5x raw + 150 ms; at least 10x faster than the fresh process), the hover
-latency, and the resident memory of the server and of its worker processes.
+latency, and the resident memory of the server and of its worker processes (the zygote and the
+spare child it keeps forked for the next job; PSS counts their shared pages once).
 
     .venv/bin/python benchmarks/edit_latency.py [--edits 8]
 """
@@ -87,6 +88,19 @@ def rss_mb(pid: int) -> float:
         for line in f:
             if line.startswith("VmRSS:"):
                 return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def pss_mb(pid: int) -> float:
+    """Proportional set size: shared pages counted once per sharer (a forked child shares most of
+    the zygote's pages, which RSS counts again)."""
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as f:
+            for line in f:
+                if line.startswith("Pss:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
     return 0.0
 
 
@@ -223,7 +237,7 @@ async def run(args: argparse.Namespace) -> None:
             results[name] = (statistics.median(latencies), min(latencies), max(latencies), statistics.median(hovers))
 
         server_rss = rss_mb(server_pid)
-        workers = [(pid, rss_mb(pid), cmdline(pid)) for pid in descendants(server_pid)]
+        workers = [(pid, rss_mb(pid), pss_mb(pid), cmdline(pid)) for pid in descendants(server_pid)]
         await client.shutdown_async(None)
         client.exit(None)
         await asyncio.wait_for(client._server.wait(), 30)
@@ -240,8 +254,8 @@ async def run(args: argparse.Namespace) -> None:
               f" {med / raw_ms:>5.1f}x {budget:>6.0f}ms {fresh[name] / med:>7.1f}x {hover:>5.2f}ms"
               f"  {'within budget' if med <= budget else 'OVER budget'}")
     print(f"server RSS {server_rss:.1f} MB (pid {server_pid})")
-    for pid, mb, cmd in workers:
-        print(f"  worker pid {pid}: RSS {mb:.1f} MB  {cmd[:90]}")
+    for pid, mb, pss, cmd in workers:
+        print(f"  worker pid {pid}: RSS {mb:.1f} MB, PSS {pss:.1f} MB  {cmd[:90]}")
 
 
 def main() -> None:
