@@ -9,6 +9,8 @@ and parameter was assigned (for FXS301/FXS302 locations).
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import sys
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -110,29 +112,37 @@ def _keep(tensor: Any, *args: Any, **kwargs: Any) -> Any:
     return tensor
 
 
+_Site = tuple[Any, str, Any]  # (module, attribute, the function it holds)
+
+
 @contextmanager
-def _no_meta_init() -> Iterator[None]:
-    """Make ``torch.nn.init``'s fillers no-ops while building on meta (there is no data to fill)."""
-    init = torch.nn.init
-    saved = {name: getattr(init, name) for name in _INIT_FUNCTIONS if hasattr(init, name)}
-    for name in saved:
-        setattr(init, name, _keep)
+def _replaced(sites: list[_Site], replacement: Callable[[Any], Any]) -> Iterator[None]:
+    """Each ``module.attribute`` of ``sites`` holds ``replacement(function)`` while active."""
+    for module, attr, fn in sites:
+        setattr(module, attr, replacement(fn))
     try:
         yield
     finally:
-        for name, fn in saved.items():
-            setattr(init, name, fn)
+        for module, attr, fn in sites:
+            setattr(module, attr, fn)
+
+
+def _no_meta_init() -> contextlib.AbstractContextManager[None]:
+    """Make ``torch.nn.init``'s fillers no-ops while building on meta (there is no data to fill)."""
+    init = torch.nn.init
+    return _replaced([(init, name, getattr(init, name)) for name in _INIT_FUNCTIONS if hasattr(init, name)],
+                     lambda fn: _keep)
 
 
 #: Modules whose tensor factories ``torch.device("meta")`` redirects (``torch.fft.fftfreq``...).
 _FACTORY_MODULES = ("torch", "torch.fft", "torch.nested", "torch.special", "torch.linalg", "torch.sparse")
-_factory_sites: list[tuple[Any, str, Any]] | None = None
+_factory_sites: list[_Site] | None = None
 _meta_default = False  # true while a build runs with meta-defaulting factories
 
 
-def _factories() -> list[tuple[Any, str, Any]]:
-    """``(module, attribute, function)`` of every public tensor factory that the device context
-    manager redirects (torch's own list; empty when this torch has none)."""
+def _factories() -> list[_Site]:
+    """Every public tensor factory that the device context manager redirects (torch's own list;
+    empty when this torch has none)."""
     global _factory_sites
     if _factory_sites is None:
         from torch.utils import _device  # what torch.device("meta") is made of
@@ -153,15 +163,12 @@ def _factories() -> list[tuple[Any, str, Any]]:
 
 
 def _defaulting_to_meta(fn: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(fn)
     def factory(*args: Any, **kwargs: Any) -> Any:
         if _meta_default and kwargs.get("device") is None:
             kwargs["device"] = "meta"
         return fn(*args, **kwargs)
 
-    factory.__name__ = getattr(fn, "__name__", "factory")
-    factory.__qualname__ = getattr(fn, "__qualname__", factory.__name__)
-    factory.__doc__ = getattr(fn, "__doc__", None)
-    factory.__wrapped__ = fn  # type: ignore[attr-defined]
     return factory
 
 
@@ -172,16 +179,12 @@ def _meta_factories() -> Iterator[None]:
     dispatch: a quarter of building 1,000 layers). A factory referenced before this starts
     (``from torch import zeros``) is not redirected: see :func:`build_model`."""
     global _meta_default
-    sites = _factories()
-    for module, attr, fn in sites:
-        setattr(module, attr, _defaulting_to_meta(fn))
-    _meta_default = True
-    try:
-        yield
-    finally:
-        _meta_default = False  # a wrapper kept by the model no longer redirects anything
-        for module, attr, fn in sites:
-            setattr(module, attr, fn)
+    with _replaced(_factories(), _defaulting_to_meta):
+        _meta_default = True
+        try:
+            yield
+        finally:
+            _meta_default = False  # a wrapper kept by the model no longer redirects anything
 
 
 def warm_up() -> None:
