@@ -83,25 +83,26 @@ def fresh_process_ms(root: Path, name: str, repeat: int = 3) -> float:
     return statistics.median(times)
 
 
-def rss_mb(pid: int) -> float:
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
+def _proc_mb(path: str, key: str) -> float:
+    """The ``key:`` line of a /proc status file, in MB (0 when unreadable)."""
+    try:
+        with open(path) as f:
+            for line in f:
+                if line.startswith(key + ":"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
     return 0.0
+
+
+def rss_mb(pid: int) -> float:
+    return _proc_mb(f"/proc/{pid}/status", "VmRSS")
 
 
 def pss_mb(pid: int) -> float:
     """Proportional set size: shared pages counted once per sharer (a forked child shares most of
     the zygote's pages, which RSS counts again)."""
-    try:
-        with open(f"/proc/{pid}/smaps_rollup") as f:
-            for line in f:
-                if line.startswith("Pss:"):
-                    return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    return 0.0
+    return _proc_mb(f"/proc/{pid}/smaps_rollup", "Pss")
 
 
 def descendants(pid: int) -> list[int]:

@@ -542,8 +542,9 @@ def serve(tcp: tuple[str, int] | None = None) -> int:
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="fxscope: %(levelname)s %(message)s")
     logging.getLogger("pygls").setLevel(logging.WARNING)
     # The event loop, the pool's reader and the check threads hand each other every edit's
-    # result: with the default 5 ms GIL switch interval, each hand-off can wait that long behind a
-    # thread serialising a large result (measured: ~5 ms of a 2,000-node edit's latency).
+    # result: with the default 5 ms GIL switch interval, a thread woken for a hand-off can wait
+    # that long behind another running Python code (the check thread validates a 2,000-node
+    # result for ~3 ms). A long C call (json) holds the GIL whatever the interval.
     sys.setswitchinterval(SWITCH_INTERVAL_S)
     server = create_server()
     try:
