@@ -240,7 +240,7 @@ def run_size(base: Path, n: int, sample: int, repeat: int) -> dict:
 SESSION = textwrap.dedent(r"""
     import json, statistics, sys, time
     from pathlib import Path
-    from fxscope.engine.session import SessionSettings, Workspace
+    from fxscope.session import SessionSettings, Workspace
     from fxscope.project import _summary
     root, repeat = Path(sys.argv[1]), int(sys.argv[2])
     ws = Workspace(root, settings=SessionSettings(debounce_s=0.0))

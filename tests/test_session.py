@@ -17,7 +17,7 @@ import pytest
 
 from engine_support import cli_env, new_marker, processes_with_marker, write_tree
 
-from fxscope.engine.session import ProgressEvent, ResultsEvent, SessionSettings, Workspace
+from fxscope.session import ProgressEvent, ResultsEvent, SessionSettings, Workspace
 from fxscope.model import Snapshot
 
 IDLE = 180  # seconds a round may take on a loaded 2-core machine (a limit, not a measurement)
@@ -396,7 +396,7 @@ def test_new_and_deleted_files_update_discovery_incrementally(tmp_path: Path) ->
 HOVER_SCRIPT = r"""
 import json, sys
 from pathlib import Path
-from fxscope.engine.session import Workspace
+from fxscope.session import Workspace
 root = Path(sys.argv[1])
 with Workspace(root) as ws:
     ws.start(warm=sys.argv[2] == "trace")

@@ -234,7 +234,7 @@ def cmd_daemon(args: argparse.Namespace) -> int:
 def cmd_watch(args: argparse.Namespace) -> int:
     """``fxscope watch``: re-check on file changes through the session's scheduler."""
     from fxscope.cli.watch import watch
-    from fxscope.engine.session import SessionSettings
+    from fxscope.session import SessionSettings
 
     root = _find_root(args, args.paths)
     _load_config(root)

@@ -1,6 +1,6 @@
 """``fxscope watch [PATHS]``: re-check on every file change and print what changed.
 
-The first front end on the :class:`~fxscope.engine.session.Workspace`: watchdog reports file
+The first front end on the :class:`~fxscope.session.Workspace`: watchdog reports file
 changes, the session's scheduler debounces them and re-traces only the affected targets, and each
 time it goes idle the text report of the files whose findings changed is printed::
 
@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 from typing import Any, TextIO
 
-from fxscope.engine.session import ResultsEvent, SessionSettings, Workspace
+from fxscope.session import ResultsEvent, SessionSettings, Workspace
 
 __all__ = ["watch"]
 

@@ -1,4 +1,4 @@
-"""One :class:`~fxscope.engine.session.Workspace` per workspace folder (multi-root).
+"""One :class:`~fxscope.session.Workspace` per workspace folder (multi-root).
 
 A document belongs to the innermost folder that contains it. When the client opened no folder
 at all, a file gets the workspace of its project root (the nearest ``pyproject.toml`` or ``.git``),
@@ -54,7 +54,7 @@ class Folder:
     root: Path
     uri: str
     name: str
-    workspace: Any  # fxscope.engine.session.Workspace
+    workspace: Any  # fxscope.session.Workspace
 
 
 class Folders:

@@ -1,5 +1,5 @@
 """The fxscope language server (pygls 2): lifecycle, document sync, settings, and feature
-registration. One :class:`~fxscope.engine.session.Workspace` per workspace folder does the work;
+registration. One :class:`~fxscope.session.Workspace` per workspace folder does the work;
 this process never imports torch and never traces (the Workspace's worker pool does).
 
 Robustness: a malformed request gets an error response (never a crash or a hang), requests after
@@ -87,8 +87,11 @@ class FxscopeProtocol(LanguageServerProtocol):
         """pygls 2.1 files the future of every notification run by one of its generator handlers
         (didOpen, didChange, didSave, didClose...) under a fresh id and never removes it: about
         1.7 KB held per edit, forever. Finished futures need no entry (their callbacks hold them),
-        so they are dropped after each notification."""
-        futures = self._request_futures
+        so they are dropped after each notification. pygls has no public API for this; a version
+        without the attribute is left alone rather than failing every notification."""
+        futures = getattr(self, "_request_futures", None)
+        if not isinstance(futures, dict):
+            return
         for key, future in list(futures.items()):  # one copy: handler threads pop their own entries
             if future.done():
                 futures.pop(key, None)
@@ -225,14 +228,14 @@ class FxscopeServer(LanguageServer):
         return self._folder_options.get(folder.uri, self.options)
 
     def _settings(self, opts: ServerOptions) -> Any:
-        from fxscope.engine.session import SessionSettings
+        from fxscope.session import SessionSettings
 
         debounce = opts.debounce_ms / 1000 if opts.debounce_ms is not None else DEFAULT_DEBOUNCE_S
         return SessionSettings(debounce_s=debounce, trace_on=opts.trace_on, workers=opts.workers,
                                timeout=opts.timeout, enabled=opts.enable)
 
     def _make_workspace(self, root: Path, uri: str) -> Any:
-        from fxscope.engine.session import Workspace
+        from fxscope.session import Workspace
 
         opts = self._folder_options.get(uri, self.options)
         return Workspace(

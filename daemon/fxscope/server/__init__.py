@@ -1,3 +1,3 @@
 """The warm background daemon behind ``fxscope check --daemon``: a Unix-socket transport over a
-:class:`~fxscope.engine.session.Workspace` (:mod:`.paths`, :mod:`.protocol`, :mod:`.client`,
+:class:`~fxscope.session.Workspace` (:mod:`.paths`, :mod:`.protocol`, :mod:`.client`,
 :mod:`.server`)."""

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from fxscope import __version__
-from fxscope.engine.session import SessionSettings, Workspace
+from fxscope.session import SessionSettings, Workspace
 from fxscope.errors import CheckError
 from fxscope.project.config import ConfigError
 from fxscope.server.client import remove_stale

@@ -29,9 +29,9 @@ import os
 import threading
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from fxscope.cache import hash_json
 from fxscope.engine.engine import Engine
@@ -45,125 +45,10 @@ from fxscope.project.files import is_included, relpath, workspace_files
 from fxscope.report.build import build_report, file_error_finding, merge_findings, target_findings
 from fxscope.report.filters import is_suppressed
 from fxscope.report.locations import SourceCache, primary_location
+from fxscope.session.clock import Clock, MonotonicClock
+from fxscope.session.data import FileFindings, ProgressEvent, ResultsEvent, SessionSettings, WorkspaceStatus
 
-__all__ = [
-    "Clock",
-    "FileFindings",
-    "MonotonicClock",
-    "ProgressEvent",
-    "ResultsEvent",
-    "SessionSettings",
-    "Timer",
-    "Workspace",
-    "WorkspaceStatus",
-]
-
-
-# ------------------------------------------------------------------------------------------ clock
-class Timer(Protocol):
-    """A scheduled callback; :meth:`cancel` before it fires prevents it."""
-
-    def cancel(self) -> None: ...
-
-
-class Clock(Protocol):
-    """Time for the scheduler: ``now()`` in seconds and ``call_later(delay, fn)``. Tests inject a
-    manual clock and advance it, so they never sleep through a debounce."""
-
-    def now(self) -> float: ...
-
-    def call_later(self, delay: float, fn: Callable[[], None]) -> Timer: ...
-
-
-class MonotonicClock:
-    """The real clock: ``time.monotonic`` and a daemon ``threading.Timer`` per callback."""
-
-    def now(self) -> float:
-        """Seconds (monotonic)."""
-        return time.monotonic()
-
-    def call_later(self, delay: float, fn: Callable[[], None]) -> Timer:
-        """Run ``fn`` on a timer thread after ``delay`` seconds."""
-        timer = threading.Timer(max(delay, 0.0), fn)
-        timer.daemon = True
-        timer.start()
-        return timer
-
-
-# ------------------------------------------------------------------------------------------ data
-@dataclass(frozen=True)
-class SessionSettings:
-    """Front-end settings, merged over ``[tool.fxscope]`` (None keeps the config's value).
-
-    ``debounce_s``: quiet time after the last change of a burst before re-tracing (the first
-    change after such a quiet time re-traces at once); ``trace_on``: ``"type"``
-    re-traces unsaved buffers, ``"save"`` only saved files; ``workers``/``timeout`` override the
-    config; ``enabled`` False keeps the store but runs nothing; ``cache_dir`` overrides the cache
-    directory; ``use_cache`` False traces everything once (``--no-cache``)."""
-
-    debounce_s: float = 0.3
-    trace_on: str = "type"
-    workers: int | None = None
-    timeout: float | None = None
-    enabled: bool = True
-    cache_dir: Path | None = None
-    use_cache: bool = True
-
-
-@dataclass(frozen=True)
-class ResultsEvent:
-    """Findings changed for ``files`` (absolute paths); the store is at ``generation``."""
-
-    files: tuple[Path, ...]
-    generation: int
-    targets: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class ProgressEvent:
-    """Scheduler progress: ``done`` of ``total`` targets of the current round, ``running`` jobs,
-    the last finished ``target`` (None at the start of a round)."""
-
-    done: int
-    total: int
-    running: int
-    target: str | None
-    generation: int
-
-
-@dataclass(frozen=True)
-class FileFindings:
-    """The merged findings of every target for one file, suppressions applied from the buffer.
-
-    ``version``: the document version they were computed for (None: the disk, or never traced);
-    ``generation``: the store generation; ``result_id``: changes exactly when the findings change
-    (for LSP pull diagnostics)."""
-
-    path: Path
-    findings: tuple[Finding, ...]
-    version: int | None
-    generation: int
-    result_id: str
-
-
-@dataclass(frozen=True)
-class WorkspaceStatus:
-    """Targets ``total``, ``done`` (have a current result), ``running``, ``queued``; the last
-    round's duration; the worker state (``idle``, ``starting``, ``ready``, ``failed: ...``); a
-    configuration error, when pyproject.toml is invalid (the previous config stays in use)."""
-
-    root: Path
-    total: int
-    done: int
-    running: int
-    queued: int
-    generation: int
-    last_duration_ms: float | None
-    worker: str
-    config_error: str | None = None
-    checks: int = 0
-    torch: str = "unknown"
-    extra: dict[str, object] = field(default_factory=dict)
+__all__ = ["Workspace"]
 
 
 # ------------------------------------------------------------------------------------------ store
