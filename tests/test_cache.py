@@ -6,11 +6,13 @@ import doctest
 import json
 import logging
 import os
+import random
 import sqlite3
 import subprocess
 import sys
 import textwrap
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -21,6 +23,18 @@ from fxscope.cache import store as store_module
 
 DAEMON = Path(__file__).resolve().parents[1] / "daemon"
 H1, H2, H3 = "1" * 64, "2" * 64, "3" * 64
+
+
+def _future_mtime(path: Path) -> None:
+    """Stamp ``path`` a minute ahead: "modified just now" for the racy-file rule however long the
+    test takes to reach its next stat (a stalled machine cannot age it past two seconds)."""
+    stamp = time.time_ns() + 60 * 10**9
+    os.utime(path, ns=(stamp, stamp))
+
+
+def _garbage(n: int) -> bytes:
+    """``n`` bytes of noise, the same in every run (a failure reproduces)."""
+    return random.Random(n).randbytes(n)
 
 
 def _env() -> dict[str, str]:
@@ -81,6 +95,7 @@ def test_file_hasher_memoises_by_stat(tmp_path: Path, monkeypatch: pytest.Monkey
 def test_file_hasher_recent_file_not_trusted_by_stat(tmp_path: Path) -> None:
     f = tmp_path / "m.py"
     f.write_text("a = 1\n")
+    _future_mtime(f)
     hasher = FileHasher(tmp_path)
     assert hasher.hash("m.py") == hash_text("a = 1\n")
     st = f.stat()
@@ -268,7 +283,7 @@ def test_corrupt_file_is_rebuilt_with_warning(tmp_path: Path, damage: str) -> No
     if damage == "truncate":
         db.write_bytes(data[: len(data) // 2])
     elif damage == "garbage":
-        db.write_bytes(os.urandom(len(data)))
+        db.write_bytes(_garbage(len(data)))
     else:
         db.write_bytes(b"\0" * 100 + data[100:])
     seen: list[str] = []
@@ -289,7 +304,7 @@ def test_corruption_found_during_lookup(tmp_path: Path, warnings_seen: list[str]
         page = sqlite3.connect(db).execute("PRAGMA page_size").fetchone()[0]
         with open(db, "r+b") as fh:  # keep page 1 (schema), ruin the rest
             fh.seek(page)
-            fh.write(os.urandom(os.path.getsize(db) - page))
+            fh.write(_garbage(os.path.getsize(db) - page))
         assert cache.lookup("t150", "ctx", {"f150.py": H1}.get) is None
         assert len(warnings_seen) == 1 and "corrupt" in warnings_seen[0]
         _assert_works(cache)
@@ -537,5 +552,6 @@ def test_file_hasher_seeded_signatures_skip_reading(tmp_path: Path, monkeypatch:
     monkeypatch.setattr("builtins.open", lambda p, *a, **k: reads.append(str(p)) or real_open(p, *a, **k))
     assert second.hash("m.py") == digest and reads == []
     f.write_text("a = 2\n")  # a new mtime: read again
+    _future_mtime(f)
     assert second.hash("m.py") == hash_text("a = 2\n") and reads == [str(f)]
     assert "m.py" not in second.memo_entries()  # modified just now: not trusted yet

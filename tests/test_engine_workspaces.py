@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import textwrap
+import time
 from pathlib import Path
 
 from engine_support import locate, run_check, write_tree
@@ -277,6 +278,8 @@ def test_unchanged_workspace_is_neither_read_nor_parsed_again(tmp_path: Path, mo
 
 def test_a_recent_file_is_looked_at_not_trusted_by_its_signature(tmp_path: Path) -> None:
     write_tree(tmp_path, {"m.py": "from torch import nn\nclass A(nn.Module):\n    def forward(self, x): return x\n"})
+    stamp = time.time_ns() + 60 * 10**9  # "just now" (in the future) however slowly the test runs
+    os.utime(tmp_path / "m.py", ns=(stamp, stamp))
     state, cache = _fresh_state(tmp_path)  # m.py was written just now
     assert [t.id for t in state.discover().targets] == ["m.py::A"]
     state.save()
