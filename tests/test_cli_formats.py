@@ -523,7 +523,8 @@ def test_progress_silent_without_tty() -> None:
     assert stream.getvalue() == ""
 
 
-def test_progress_draws_and_clears() -> None:
+def test_progress_draws_and_clears(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", "80")  # the bar is cut to the terminal's width
     stream = _Tty()
     progress = Progress(stream, width=10)
     assert progress.enabled
