@@ -301,15 +301,16 @@ def test_workspace_files_prunes_excluded_directories(tmp_path: Path, monkeypatch
     pyproject(tmp_path, '[tool.fxscope]\nexclude = ["legacy", "tests/fixtures/**", "*_gen.py"]\n')
     config = load_config(tmp_path)
     visited: list[str] = []
-    real_walk = os.walk
+    real_scandir = os.scandir
 
-    def walk(*args, **kwargs):  # type: ignore[no-untyped-def]
-        for directory, dirs, names in real_walk(*args, **kwargs):
-            visited.append(os.path.relpath(directory, config.root).replace(os.sep, "/"))
-            yield directory, dirs, names
+    def scandir(directory):  # type: ignore[no-untyped-def]
+        visited.append(os.path.relpath(directory, config.root).replace(os.sep, "/"))
+        return real_scandir(directory)
 
-    monkeypatch.setattr(files_module.os, "walk", walk)
+    monkeypatch.setattr(files_module.os, "scandir", scandir)
     found = workspace_files(config)
+    monkeypatch.undo()
+    assert "pkg" in visited  # the directories listed are seen
     assert all(p.is_absolute() for p in found)
     assert [relpath(config, p) for p in found] == [
         "model.py", "my-dir/m.py", "pkg/__init__.py", "pkg/layers.py",
