@@ -474,7 +474,7 @@ def test_colour_follows_tty_and_no_color(ws: Path, ws_report: dict) -> None:
 def test_progress_bar_only_on_a_tty(ws: Path, ws_report: dict) -> None:
     piped = fxscope(ws, "check", "--format", "json", "--no-cache")
     assert piped.returncode == 1 and piped.stderr == ""
-    rc, tty, out = _run_in_pty(ws, ["check", "--format", "json"], _env(), stream="stderr")
+    rc, tty, out = _run_in_pty(ws, ["check", "--format", "json"], _env(COLUMNS="80"), stream="stderr")
     assert rc == 1 and json.loads(out)["summary"]["targets"] == 7
     assert "7/7" in tty and "\r" in tty  # drawn, then erased
 

@@ -94,7 +94,7 @@ def test_preloaded_workspace_package_is_the_workspace_copy(tmp_path: Path, monke
     [finding] = _findings(report, "FXS101")
     line, _ = locate(root, "src/pkg/layers.py", "MARK branch")
     assert (finding["file"], finding["line"]) == ("src/pkg/layers.py", line)
-    assert not [w for w in warnings if "preload" in w], warnings
+    assert not [w for w in warnings if "preload" in w.replace(str(tmp_path), "")], warnings  # the path has it
 
 
 def test_editing_a_preloaded_module_retraces_with_the_new_code(tmp_path: Path) -> None:
