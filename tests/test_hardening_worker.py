@@ -135,7 +135,9 @@ def test_watchdog_replaces_a_wedged_zygote(monkeypatch):
     with WorkerPool(max_workers=2, sys_path=[str(FAULTS)]) as pool:
         pool.ensure_started(timeout=120)
         zygote = pool.info["pid"]
-        stuck = pool.submit({"runner": zoo("sleep_forever"), "timeout": 1})
+        # the zygote is stopped before it can enforce this timeout: the innocent job's child is
+        # forked (not a spare) after it, which takes a while on a loaded host
+        stuck = pool.submit({"runner": zoo("sleep_forever"), "timeout": 3})
         innocent = pool.submit({"runner": zoo("echo"), "value": 7, "delay": 30, "timeout": 60})
         child = wait_for_pid(stuck)
         wait_for_pid(innocent)

@@ -44,7 +44,7 @@ def wait_for_pid(handle, timeout: float = 30.0) -> int:
     return handle.pid
 
 
-def process_gone(pid: int, timeout: float = 3.0) -> bool:
+def process_gone(pid: int, timeout: float = 30.0) -> bool:
     """True once ``pid`` no longer exists (a zombie awaiting an absent reaper counts as gone)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -147,7 +147,7 @@ def test_output_captured_and_parent_stdout_untouched():
 def test_timeout_reports_stack(pool):
     start = time.monotonic()
     result = pool.submit({"runner": runner("sleep_forever"), "timeout": 1}).result(30)
-    assert time.monotonic() - start < 5
+    assert time.monotonic() - start < 10  # the zygote's own deadline, well before the watchdog's
     assert result["fault"] == "timeout" and result["timeout"] == 1
     frame = result["stack"][-1]
     assert frame["file"] == str(RUNNERS)
@@ -205,8 +205,8 @@ def test_cancel_running_kills_child(pool):
     pid = wait_for_pid(handle)
     start = time.monotonic()
     assert handle.cancel()
-    assert handle.result(5) == {"fault": "cancelled"}
-    assert time.monotonic() - start < 2
+    assert handle.result(30) == {"fault": "cancelled"}
+    assert time.monotonic() - start < 10  # killed, not left to its 60 s timeout
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)
     assert not handle.cancel()
@@ -221,11 +221,12 @@ def test_cancel_queued(pool):
     assert queued.pid is None
     for handle in sleepers:
         handle.cancel()
-    assert all(h.result(5)["fault"] == "cancelled" for h in sleepers)
+    assert all(h.result(30)["fault"] == "cancelled" for h in sleepers)
 
 
 def test_parallel_jobs_respect_max_workers(pool):
-    handles = [pool.submit({"runner": runner("timed"), "seconds": 0.4}) for _ in range(4)]
+    # each job outlasts the start of its neighbour, even on a loaded host (it is forked, or a spare)
+    handles = [pool.submit({"runner": runner("timed"), "seconds": 1.0}) for _ in range(4)]
     results = [h.result(30) for h in handles]
     assert all("start" in r for r in results)
     events = sorted([(r["start"], 1) for r in results] + [(r["end"], -1) for r in results],
@@ -342,7 +343,7 @@ def only_a_spare(pool, jobs=()) -> bool:
     return len(children) == 1 and children[0] not in {h.pid for h in jobs}
 
 
-def the_spare(pool, jobs=(), timeout: float = 10.0) -> int:
+def the_spare(pool, jobs=(), timeout: float = 30.0) -> int:
     """The pid of the zygote's spare, once it is its only child (none of ``jobs``)."""
     assert settled(lambda: only_a_spare(pool, jobs), timeout), zygote_children(pool)
     return zygote_children(pool)[0]
@@ -360,7 +361,7 @@ def spare_dir(pool) -> str:
     return os.path.basename(os.path.dirname(stack_files()[0]))
 
 
-def settled(check, timeout: float = 5.0) -> bool:
+def settled(check, timeout: float = 30.0) -> bool:
     deadline = time.monotonic() + timeout
     while not check():
         if time.monotonic() > deadline:
@@ -459,7 +460,7 @@ def test_cancel_and_timeout_of_jobs_on_spares(pool):
     handle = pool.submit({"runner": runner("sleep_forever"), "timeout": 60})
     assert wait_for_pid(handle) == spare
     assert handle.cancel()
-    assert handle.result(5) == {"fault": "cancelled"}
+    assert handle.result(30) == {"fault": "cancelled"}
     assert process_gone(spare)
     spare = the_spare(pool, [handle])
     handle = pool.submit({"runner": runner("sleep_forever"), "timeout": 1})
