@@ -464,7 +464,8 @@ def test_cancel_interrupts_a_check_and_keeps_the_previous_result(
         outcome: list[object] = []
         runner = threading.Thread(target=lambda: outcome.append(_catch(ws.check)))
         runner.start()
-        assert _wait_for(lambda: _children(marker) == 3)  # the stuck trace runs (and a new spare)
+        # the stuck trace runs (and a new spare): the round has started, so cancel interrupts it
+        assert _wait_for(lambda: ws.status().running == 1 and _children(marker) == 3)
         ws.cancel()
         runner.join(IDLE)
         [error] = outcome
