@@ -8,7 +8,9 @@
 ;;
 ;; Environment: FXSCOPE_TEST_FILE (file to open), FXSCOPE_TEST_OUT (result path),
 ;; FXSCOPE_TEST_TIMEOUT (seconds per wait), FXSCOPE_TEST_BACKENDS (flymake backends to wait
-;; for, comma-separated; default: any diagnostic).
+;; for, comma-separated; default: any diagnostic), FXSCOPE_TEST_WAIT_FOR (diagnostics each of
+;; those backends must show, "CODE:LINE,..." with 1-based lines: a server publishes a file's
+;; findings as each of its targets finishes, so the first report may hold only some of them).
 
 ;;; Code:
 
@@ -47,16 +49,33 @@
       (backend . ,(format "%s" (flymake-diagnostic-backend diag)))
       (text . ,(flymake-diagnostic-text diag)))))
 
+(defun fxscope-test--shows (diags backend &optional code line)
+  "Non-nil when DIAGS hold one from BACKEND (any when nil), with CODE on LINE when given."
+  (seq-some (lambda (d)
+              (and (or (null backend)
+                       (equal (format "%s" (flymake-diagnostic-backend d)) backend))
+                   (or (null line)
+                       (= (line-number-at-pos (flymake-diagnostic-beg d)) line))
+                   (or (null code)
+                       (string-match-p (regexp-quote code) (flymake-diagnostic-text d)))))
+            diags))
+
 (defun fxscope-test--expected-diagnostics ()
-  "The buffer's diagnostics once every backend in FXSCOPE_TEST_BACKENDS reported one."
+  "The buffer's diagnostics once every backend in FXSCOPE_TEST_BACKENDS (or any backend)
+shows every diagnostic in FXSCOPE_TEST_WAIT_FOR (or any diagnostic)."
   (let ((diags (flymake-diagnostics))
-        (wanted (split-string (or (getenv "FXSCOPE_TEST_BACKENDS") "") "," t)))
+        (wanted (or (split-string (or (getenv "FXSCOPE_TEST_BACKENDS") "") "," t) '(nil)))
+        (expected (mapcar (lambda (item)
+                            (let ((parts (split-string item ":")))
+                              (list (car parts) (string-to-number (cadr parts)))))
+                          (split-string (or (getenv "FXSCOPE_TEST_WAIT_FOR") "") "," t))))
     (and diags
          (seq-every-p (lambda (backend)
-                        (seq-some (lambda (d)
-                                    (equal (format "%s" (flymake-diagnostic-backend d))
-                                           backend))
-                                  diags))
+                        (and (fxscope-test--shows diags backend)
+                             (seq-every-p (lambda (want)
+                                            (fxscope-test--shows diags backend
+                                                                 (car want) (cadr want)))
+                                          expected)))
                       wanted)
          diags)))
 

@@ -37,12 +37,13 @@ def _has_eglot(tmp_path: Path) -> bool:
     return proc.returncode == 0
 
 
-def _run_snippet(tmp_path: Path, init: str, model: Path, backends: str = "") -> dict:
+def _run_snippet(tmp_path: Path, init: str, model: Path, backends: str = "", wait_for: str = "") -> dict:
     init_file = tmp_path / "init.el"
     init_file.write_text(init, encoding="utf-8")
     out = tmp_path / "result.json"
     env = editor_env(tmp_path / "home", FXSCOPE_TEST_OUT=str(out), FXSCOPE_TEST_FILE=str(model),
-                     FXSCOPE_TEST_TIMEOUT=str(WAIT_S), FXSCOPE_TEST_BACKENDS=backends)
+                     FXSCOPE_TEST_TIMEOUT=str(WAIT_S), FXSCOPE_TEST_BACKENDS=backends,
+                     FXSCOPE_TEST_WAIT_FOR=wait_for)
     proc = _emacs(["-l", str(init_file), "-l", str(DRIVER)], env, tmp_path)
     result = json.loads(out.read_text()) if out.exists() else {}
     assert proc.returncode == 0 and "error" not in result, (result, proc.stderr[-3000:])
@@ -77,13 +78,14 @@ def test_eglot_snippet_shows_diagnostics_from_the_server(tmp_path: Path) -> None
     ws = copy_examples(tmp_path)
     model = ws / "zoo" / "untraceable.py"
     eglot_setup, _flymake_setup = readme_blocks("Emacs", "elisp")
-    result = _run_snippet(tmp_path, user_snippet(eglot_setup), model)
+    line, col, end_col = _fxs101(model)
+    # the file's other targets publish their own findings: wait for this one, not the first
+    result = _run_snippet(tmp_path, user_snippet(eglot_setup), model, wait_for=f"FXS101:{line}")
 
     assert result["major_mode"] == "python-mode"
     assert result["eglot_command"][:2] == ["fxscope", "serve"]
     # The project root is the directory with pyproject.toml (the copy is not a git checkout).
     assert result["eglot_server"].startswith("EGLOT (ws/"), result["eglot_server"]
-    line, col, end_col = _fxs101(model)
     found = [d for d in result["diagnostics"]
              if d["line"] == line and "FXS101" in d["text"] and d["backend"] == "eglot-flymake-backend"]
     assert found, result["diagnostics"]
@@ -134,15 +136,15 @@ def test_flymake_backend_runs_next_to_another_eglot_server(tmp_path: Path) -> No
     subprocess.run(["git", "init", "-q", str(ws)], check=True, timeout=60)
     model = ws / "zoo" / "untraceable.py"
     _eglot_setup, flymake_setup = readme_blocks("Emacs", "elisp")
+    line, _col, _end_col = _fxs101(model)
     try:
         result = _run_snippet(tmp_path, user_snippet(flymake_setup) + OTHER_SERVER_IN_EGLOT, model,
-                              backends="eglot-flymake-backend,fxscope-flymake")
+                              backends="eglot-flymake-backend,fxscope-flymake", wait_for=f"FXS101:{line}")
     finally:
         subprocess.run([fxscope_executable(), "daemon", "stop", "--root", str(ws)],
                        capture_output=True, timeout=60)
     assert result["eglot_command"][:2] == ["fxscope", "serve"]
     assert {"eglot-flymake-backend", "fxscope-flymake"} <= set(result["running_backends"])
-    line, col, end_col = _fxs101(model)
     for backend in ("eglot-flymake-backend", "fxscope-flymake"):
         assert any(d["backend"] == backend and d["line"] == line and "FXS101" in d["text"]
                    for d in result["diagnostics"]), (backend, result["diagnostics"])
