@@ -17,7 +17,7 @@ from pytest_lsp import ClientServerConfig, LanguageClient
 TESTS = Path(__file__).resolve().parent
 sys.path[:0] = [str(TESTS / "lsp"), str(TESTS / "faults")]
 
-from lsp_support import SERVER, VSCODE, initialize, make_client, uri, wait_until  # noqa: E402
+from lsp_support import SERVER, VSCODE, initialize, make_client, uri, wait_startup, wait_until  # noqa: E402
 from procs import alive  # noqa: E402
 from zoo import EXPECTED, leftover_pids, write_zoo  # noqa: E402
 
@@ -52,6 +52,7 @@ async def test_fault_zoo_through_the_language_server(client: LanguageClient, tmp
         return all(code in _codes(client, root / rel) for rel, code in with_findings.items())
 
     await wait_until(all_published, timeout=300, what="diagnostics of every faulty model")
+    await wait_startup(client, timeout=300)  # the healthy models too: their empty lists are final
     for tid, (_, code, text) in EXPECTED.items():
         rel = tid.split("::")[0]
         diagnostics = client.diagnostics.get(uri(root / rel), [])
