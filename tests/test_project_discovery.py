@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -338,6 +339,19 @@ def test_rediscovery_parses_only_changed_files(tmp_path: Path) -> None:
     overlay = {path: files["m2.py"]}  # same text as before the edit: already cached by content
     assert "m2.py::Extra" not in by_id(discover(config, overlays=overlay))
     assert _summary.cache_stats()["parses"] - before == 6
+
+
+def test_a_file_saved_twice_in_one_timestamp_tick_is_parsed_again(tmp_path: Path) -> None:
+    """A just-written file's (mtime, size, inode) may survive its next save: not trusted yet."""
+    write(tmp_path, {"m.py": "from torch import nn\nclass A(nn.Module):\n" + FORWARD})
+    config = load_config(tmp_path)
+    path = tmp_path / "m.py"
+    stamp = time.time_ns() + 60 * 10**9  # "just now" however slowly the test runs
+    os.utime(path, ns=(stamp, stamp))
+    assert [t.id for t in discover(config).targets] == ["m.py::A"]
+    path.write_text(path.read_text().replace("class A(", "class B("))  # same size
+    os.utime(path, ns=(stamp, stamp))  # and the same mtime
+    assert [t.id for t in discover(config).targets] == ["m.py::B"]
 
 
 def test_factory_targets(tmp_path: Path) -> None:

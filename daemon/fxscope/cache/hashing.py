@@ -22,6 +22,7 @@ __all__ = ["FileHasher", "hash_bytes", "hash_json", "hash_text"]
 
 # A file modified this recently may change again within the same timestamp tick without its
 # (mtime, size, inode) changing, so its hash is not memoised ("racy" files, as git calls them).
+# The same rule as fxscope.project.files.RACY_NS, repeated so that the cache imports no other layer.
 _RACY_NS = 2_000_000_000
 
 

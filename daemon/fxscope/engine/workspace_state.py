@@ -31,15 +31,12 @@ from fxscope.cache import FileHasher, ResultCache, hash_bytes, hash_json
 from fxscope.project.config import Config
 from fxscope.project.discovery import Discovery, discover
 from fxscope.project._summary import SUMMARY_FORMAT, Summary, summary_of_bytes
-from fxscope.project.files import workspace_rels
+from fxscope.project.files import is_racy, workspace_rels
 
 __all__ = ["WorkspaceState"]
 
 #: Version of the persisted discovery document (with the summary format and fxscope's version).
 DISCOVERY_FORMAT = 1
-
-# Same rule as FileHasher: a signature younger than this is not trusted.
-_RACY_NS = 2_000_000_000
 
 
 class WorkspaceState:
@@ -75,7 +72,7 @@ class WorkspaceState:
             except OSError:
                 racy = True  # vanished while walking: look at the content
                 continue
-            racy |= now - st.st_mtime_ns < _RACY_NS
+            racy |= is_racy(st.st_mtime_ns, now)
             signature.append((rel, st.st_mtime_ns, st.st_size, st.st_ino))
         key = hash_json([DISCOVERY_FORMAT, SUMMARY_FORMAT, __version__, self.config.fingerprint(),
                          self.scope, signature])

@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Union
 
+from .files import is_racy
+
 __all__ = ["SUMMARY_FORMAT", "ClassInfo", "Summary", "cache_stats", "clear_cache", "summary_of_bytes",
            "summary_of_file", "summary_of_text"]
 
@@ -314,7 +316,8 @@ def summary_of_text(text: str) -> Summary:
 
 
 def summary_of_file(path: Path) -> Summary | None:
-    """Summary of a file on disk (cached by path, mtime, size; then by content); ``None`` if unreadable."""
+    """Summary of a file on disk (cached by path, mtime, size, inode once the file is older than
+    :data:`~fxscope.project.files.RACY_NS`; then by content); ``None`` if unreadable."""
     try:
         stat = os.stat(path)
     except OSError:
@@ -333,8 +336,9 @@ def summary_of_file(path: Path) -> Summary | None:
     except OSError:
         return None
     digest, summary = _by_content(data)
-    with _LOCK:
-        _remember(_BY_STAT, key, digest)
+    if not is_racy(stat.st_mtime_ns):  # else the next save may keep this signature: read it again
+        with _LOCK:
+            _remember(_BY_STAT, key, digest)
     return summary
 
 

@@ -17,11 +17,26 @@ import functools
 import keyword
 import os
 import re
+import time
 from pathlib import Path
 
 from .config import Config
 
-__all__ = ["is_included", "module_name_for", "relpath", "workspace_files", "workspace_rels"]
+__all__ = ["RACY_NS", "is_included", "is_racy", "module_name_for", "relpath", "workspace_files", "workspace_rels"]
+
+#: A file modified this recently may change again within the same timestamp tick without its
+#: (mtime, size, inode) changing, so a cache keyed by that signature must not trust it yet
+#: ("racy" files, as git calls them).
+RACY_NS = 2_000_000_000
+
+
+def is_racy(mtime_ns: int, now_ns: int | None = None) -> bool:
+    """True when a file with this mtime is too recent for its stat signature to be trusted.
+
+    >>> is_racy(time.time_ns()), is_racy(time.time_ns() - 3 * RACY_NS)
+    (True, False)
+    """
+    return (time.time_ns() if now_ns is None else now_ns) - mtime_ns < RACY_NS
 
 
 @functools.lru_cache(maxsize=512)
