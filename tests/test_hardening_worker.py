@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from fxscope.engine.faults import fault_result
+from fxscope.engine.faults import WorkerFault, fault_result
 from fxscope.worker import WorkerPool
 from fxscope.worker import pool as pool_module
 from fxscope.worker import reaper
@@ -105,13 +105,25 @@ def test_a_job_killed_by_its_timeout_leaves_no_detached_process(pool, tmp_path):
     assert wait_gone([sleeper]) == []
 
 
+def disk_bytes(directory: Path) -> int:
+    """Bytes in the files under ``directory``; a job's files may be removed while it is read."""
+    total = 0
+    for parent, _dirs, files in os.walk(directory):
+        for name in files:
+            try:
+                total += os.stat(os.path.join(parent, name)).st_size
+            except FileNotFoundError:
+                pass
+    return total
+
+
 def test_output_flood_is_bounded_on_disk_and_in_the_result(pool):
     handle = pool.submit({"runner": zoo("spam_stdout"), "timeout": 4})
     wait_for_pid(handle)
     scratch = Path(pool.info["scratch"])
     sizes = []
     while not handle.done():
-        sizes.append(sum(f.stat().st_size for f in scratch.rglob("*") if f.is_file()))
+        sizes.append(disk_bytes(scratch))
         time.sleep(0.1)
     result = handle.result(30)
     assert result["fault"] == "timeout"
@@ -126,7 +138,7 @@ def test_output_flood_is_bounded_on_disk_and_in_the_result(pool):
 def test_system_exit_keeps_its_message(pool, tmp_path):
     raw = pool.submit({"runner": zoo("exit_with_message"), "timeout": 60}).result(60)
     assert raw["fault"] == "exit" and raw["message"] == "the config file is missing"
-    body = fault_result(raw, {"file": str(tmp_path / "m.py"), "line": 1}, str(tmp_path))
+    body = fault_result(WorkerFault.from_json(raw), {"file": str(tmp_path / "m.py"), "line": 1}, str(tmp_path))
     assert "the config file is missing" in body["findings"][0]["message"]
 
 
