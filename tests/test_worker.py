@@ -349,13 +349,24 @@ def the_spare(pool, jobs=(), timeout: float = 30.0) -> int:
     return zygote_children(pool)[0]
 
 
+def fd_targets(pid: int) -> list[str]:
+    """What the descriptors of ``pid`` point to (one it closes meanwhile, as a starting spare
+    does, is left out)."""
+    out = []
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            out.append(os.readlink(f"/proc/{pid}/fd/{fd}"))
+        except FileNotFoundError:
+            continue
+    return out
+
+
 def spare_dir(pool) -> str:
     """The name of the job directory the spare holds its stack file in."""
     pid = the_spare(pool)
 
     def stack_files() -> list[str]:
-        targets = [os.readlink(f"/proc/{pid}/fd/{fd}") for fd in os.listdir(f"/proc/{pid}/fd")]
-        return [t for t in targets if t.endswith("/stack.txt")]
+        return [t for t in fd_targets(pid) if t.endswith("/stack.txt")]
 
     assert settled(stack_files), "the spare opens its stack file as it starts"
     return os.path.basename(os.path.dirname(stack_files()[0]))
