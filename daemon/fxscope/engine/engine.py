@@ -26,7 +26,7 @@ from typing import Any, Callable, Iterable, Union
 from fxscope import __version__
 from fxscope.errors import CheckInterrupted, WorkerStartError
 from fxscope.cache import FileHasher, ResultCache, claim_directory, hash_json, hash_text
-from fxscope.engine.faults import fault_result, is_cacheable_fault, is_fault_body
+from fxscope.engine.faults import WorkerFault, fault_result, is_fault_body
 from fxscope.engine.payload import payload_problem
 from fxscope.engine.results import CheckResult, TargetResult, drop_covered_skips, relativize, skipped_result
 from fxscope.engine.workspace_state import WorkspaceState
@@ -421,15 +421,15 @@ class Engine:
         duration = getattr(handle, "duration_ms", None) or (time.perf_counter() - start) * 1000
         fallback = self._fallback(t)
         if "fault" in raw:
-            body = fault_result(raw, fallback, str(self.root))
+            fault = WorkerFault.from_json(raw)
+            body = fault_result(fault, fallback, str(self.root))
             deps = self._static_deps(t, discovery, digests)
-            cacheable = is_cacheable_fault(raw)
+            cacheable = fault.cacheable
         elif (problem := payload_problem(raw)) is not None:  # user code may have patched json, ...
             output = raw.get("output")
-            body = fault_result({"fault": "crash", "signal": None, "signal_name": None, "exit_code": None,
-                                 "message": f"the tracing process returned a malformed result ({problem})",
-                                 "output": output if isinstance(output, str) else ""},
-                                fallback, str(self.root))
+            malformed = WorkerFault("crash", message=f"the tracing process returned a malformed result ({problem})",
+                                    output=output if isinstance(output, str) else "")
+            body = fault_result(malformed, fallback, str(self.root))
             deps = self._static_deps(t, discovery, digests)
             cacheable = True
         else:

@@ -1,0 +1,92 @@
+"""A worker fault's fields are read as typed values: the job's own process (model code) writes part
+of a fault, so any JSON there gives a located FXS404, never an internal error of fxscope."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from engine_support import locate, run_check, write_tree
+from fxscope.engine.faults import StackFrame, WorkerFault, fault_result
+
+FALLBACK = {"file": "/ws/m.py", "line": 4}
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    max_leaves=12,
+)
+fault_dicts = st.fixed_dictionaries(
+    {"fault": st.sampled_from(["exception", "exit", "crash", "timeout", "cancelled", "bogus"]) | json_values},
+    optional={key: json_values | st.lists(st.fixed_dictionaries(
+        {"file": json_values | st.just("/ws/m.py"), "line": json_values}), max_size=3)
+        for key in ("message", "type", "exit_code", "signal", "signal_name", "timeout", "traceback",
+                    "stack", "output")},
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(fault_dicts)
+def test_any_fault_dict_gives_one_located_fxs404_or_fxs403(raw: dict) -> None:
+    body = fault_result(WorkerFault.from_json(raw), FALLBACK, "/ws")
+    (finding,) = body["findings"]
+    assert finding["code"] in ("FXS403", "FXS404")
+    assert finding["file"] == "/ws/m.py" and isinstance(finding["line"], int) and finding["line"] >= 1
+    assert isinstance(finding["message"], str)
+
+
+def test_well_formed_fields_are_kept_and_the_innermost_workspace_frame_wins() -> None:
+    fault = WorkerFault.from_json({
+        "fault": "exception", "type": "ValueError", "message": "bad", "output": "printed\n",
+        "traceback": [{"file": "/ws/m.py", "line": 9, "name": "forward"}, {"file": "/ws/m.py", "line": True},
+                      {"file": "/lib/site-packages/x.py", "line": 3}],
+    })
+    assert fault.traceback == (StackFrame("/ws/m.py", 9, "forward"), StackFrame("/lib/site-packages/x.py", 3))
+    body = fault_result(fault, FALLBACK, "/ws")
+    assert body["output"] == "printed\n" and body["fault"] == "exception"
+    assert (body["findings"][0]["line"], body["findings"][0]["message"]) == (
+        9, "the tracing process failed: ValueError: bad")
+
+
+def test_only_faults_of_the_jobs_own_process_are_cached() -> None:
+    assert [WorkerFault(kind).cacheable for kind in ("exception", "exit", "timeout", "cancelled", "unknown")] == [
+        True, True, True, False, False]
+    assert not WorkerFault("crash", message="the worker died").cacheable
+    assert WorkerFault("crash", exit_code=3).cacheable and WorkerFault("crash", signal=9).cacheable
+
+
+HOSTILE = {
+    "pyproject.toml": "[tool.fxscope]\n",
+    "m.py": """
+        import json
+        from torch import nn
+
+        _dumps = json.dumps
+
+
+        def _forged(obj, *args, **kwargs):  # the result file then holds a malformed fault
+            if isinstance(obj, dict) and "status" in obj:
+                return _dumps({"fault": "exception", "type": ["x"], "message": {"a": 1},
+                               "traceback": [1, "x", {"file": "m.py", "line": -2}, {"file": 3, "line": "abc"}]})
+            return _dumps(obj, *args, **kwargs)
+
+
+        json.dumps = _forged
+
+
+        class Forger(nn.Module):  # MARK class
+            def forward(self, x):
+                return x + 1
+        """,
+}
+
+
+def test_a_model_that_forges_a_malformed_fault_gets_a_finding_not_an_internal_error(tmp_path: Path) -> None:
+    write_tree(tmp_path, HOSTILE)
+    run = run_check(tmp_path)
+    (finding,) = run.findings("m.py::Forger")
+    assert finding["code"] == "FXS404"
+    assert (finding["file"], finding["line"]) == ("m.py", locate(tmp_path, "m.py", "MARK class")[0])
+    assert run.targets["m.py::Forger"]["status"] == "error"
