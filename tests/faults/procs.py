@@ -15,7 +15,7 @@ def alive(pid: int) -> bool:
         return False
 
 
-def wait_gone(pids: list[int], timeout: float = 10.0) -> list[int]:
+def wait_gone(pids: list[int], timeout: float = 30.0) -> list[int]:
     """Wait until none of ``pids`` is alive; return those still alive after ``timeout``."""
     deadline = time.monotonic() + timeout
     left = [p for p in pids if alive(p)]
