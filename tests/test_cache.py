@@ -199,6 +199,17 @@ def test_newest_matching_entry_wins(cache: ResultCache) -> None:
     assert cache.stats().entries == 2
 
 
+def test_newest_is_the_last_stored_even_if_the_clock_stepped_back(
+        cache: ResultCache, monkeypatch: pytest.MonkeyPatch) -> None:
+    clock = iter([2000.0, 1000.0, 500.0])  # the wall clock steps back between stores
+    monkeypatch.setattr(store_module.time, "time", lambda: next(clock))
+    cache.store("t", "ctx", {"a.py": H1}, {"n": 1})
+    cache.store("t", "ctx", {"a.py": H1, "b.py": H2}, {"n": 2})
+    assert cache.lookup("t", "ctx", {"a.py": H1, "b.py": H2}.get).payload == {"n": 2}
+    cache.store("t", "ctx", {"a.py": H1}, {"n": 3})
+    assert cache.lookup("t", "ctx", {"a.py": H1, "b.py": H2}.get).payload == {"n": 3}
+
+
 def test_pruning_keeps_most_recent(tmp_path: Path) -> None:
     with ResultCache(tmp_path, max_entries=4) as cache:
         for i in range(7):

@@ -166,7 +166,7 @@ class ResultCache:
             lambda conn: conn.execute(
                 "SELECT rowid, target_id, deps_digest, deps FROM entries WHERE context = ?"
                 + (" AND target_id = ?" if single is not None else "")
-                + " ORDER BY target_id, created DESC, rowid DESC",
+                + " ORDER BY target_id, rowid DESC",  # newest first: rowids grow with each store
                 (context,) if single is None else (context, single),
             ).fetchall(),
             [],
@@ -241,7 +241,7 @@ class ResultCache:
                 conn.execute(
                     "DELETE FROM entries WHERE target_id = ? AND context = ? AND rowid NOT IN"
                     " (SELECT rowid FROM entries WHERE target_id = ? AND context = ?"
-                    "  ORDER BY created DESC, rowid DESC LIMIT ?)",
+                    "  ORDER BY rowid DESC LIMIT ?)",
                     keep,
                 )
 
