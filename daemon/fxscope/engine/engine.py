@@ -21,7 +21,7 @@ import time
 from collections import deque
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Callable, Iterable, Union
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Union
 
 from fxscope import __version__
 from fxscope.errors import CheckInterrupted, WorkerStartError
@@ -33,6 +33,9 @@ from fxscope.engine.workspace_state import WorkspaceState
 from fxscope.project.config import Config, load_config, target_line
 from fxscope.model import Snapshot
 from fxscope.project.discovery import Discovery, Target, discover
+
+if TYPE_CHECKING:
+    from fxscope.worker.trace_job import TraceJob
 
 __all__ = ["ABSENT", "Engine", "ProgressEvent", "installed_torch_version"]
 
@@ -224,17 +227,14 @@ class Engine:
         return _Overlays({str(self.root / rel): text for rel, text in wanted.items()},
                          {rel: hash_text(text) for rel, text in wanted.items()})
 
-    def _job(self, target: Target, overlays: dict[str, str]) -> dict[str, Any]:
-        return {
-            "root": str(self.root),
-            "config": self.config.to_json(),
-            "target": target.to_json(),
-            "overlays": overlays,
-            "timeout": self.config.timeout,
-            "memory_limit_mb": self.config.memory_limit_mb,
-            "sys_path": [str(p) for p in self.config.python_path],
-            "fallback": self._fallback(target),
-        }
+    def _job(self, target: Target, overlays: dict[str, str]) -> TraceJob:
+        from fxscope.worker.trace_job import TraceJob  # with the pool: a cached check imports neither
+
+        fallback = self._fallback(target)
+        return TraceJob(str(self.root), self.config, target, fallback_file=fallback["file"],
+                        fallback_line=fallback["line"], overlays=overlays, timeout=self.config.timeout,
+                        memory_limit_mb=self.config.memory_limit_mb,
+                        sys_path=tuple(str(p) for p in self.config.python_path))
 
     def _fallback(self, t: Target) -> dict[str, Any]:
         """Where a target's finding goes when no workspace frame is involved: its class line, or
@@ -323,7 +323,7 @@ class Engine:
         handles: dict[str, tuple[Target, Any]] = {}
         for t in misses:
             start = time.perf_counter()
-            h = self.pool.submit(self._job(t, abs_overlays))
+            h = self.pool.submit(self._job(t, abs_overlays).to_json())
             h.add_done_callback(lambda handle, t=t, start=start: done.put((t, handle, start)))
             handles[t.id] = (t, h)
         remaining = len(handles)

@@ -1,9 +1,9 @@
 """What runs inside a forked child for one trace job: import, build, trace, record touched files.
 
-A job is a JSON dict::
+A job is a :class:`~fxscope.worker.trace_job.TraceJob` as JSON::
 
     {"root": "/ws", "config": Config.to_json(), "target": Target.to_json(), "overlays": {...},
-     "timeout": 30, "memory_limit_mb": 4096}
+     "timeout": 30, "memory_limit_mb": 4096, "fallback": {"file": "/ws/m.py", "line": 3}}
 
 The result is a JSON dict: the trace report body (``status``, ``modules``, ``findings`` with
 absolute paths, ``graphs``, ``nodes``, ``forward_order``) plus ``files`` (root-relative path ->
@@ -22,12 +22,13 @@ import importlib.util
 import os
 import sys
 import traceback
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Callable
 
-from fxscope.project.config import Config
 from fxscope.worker.overlay import OverlayLoader, serve_from_source
 from fxscope.worker.touched import error_files, touched_files
+from fxscope.worker.trace_job import TraceJob
 
 ABSENT = "absent"  # the dependency "hash" of a file that must stay missing (see the engine)
 
@@ -94,25 +95,24 @@ def _error_finding(code: str, message: str, e: BaseException, is_user_file: Call
     return finding
 
 
-def _import_target(job: dict[str, Any]) -> Callable[[], Any]:
-    target = job["target"]
-    if target["kind"] == "factory":
-        module_name, _, attr = target["factory"].partition(":")
+def _import_target(job: TraceJob) -> Callable[[], Any]:
+    target = job.target
+    if target.kind == "factory":
+        module_name, _, attr = (target.factory or "").partition(":")
         obj: Any = importlib.import_module(module_name)
     else:
-        module_name = target.get("module")
-        if module_name:
-            obj = importlib.import_module(module_name)
+        if target.module:
+            obj = importlib.import_module(target.module)
         else:
-            path = os.path.join(job["root"], target["file"])
-            name = "_fxscope_target_" + "".join(c if c.isalnum() else "_" for c in target["file"])
+            path = os.path.join(job.root, target.file)
+            name = "_fxscope_target_" + "".join(c if c.isalnum() else "_" for c in target.file)
             spec = importlib.util.spec_from_file_location(name, path, loader=OverlayLoader(name, path))
             if spec is None or spec.loader is None:
-                raise ImportError(f"cannot import {target['file']}")
+                raise ImportError(f"cannot import {target.file}")
             obj = importlib.util.module_from_spec(spec)
             sys.modules[name] = obj
             spec.loader.exec_module(obj)
-        attr = target["qualname"]
+        attr = target.qualname or ""
     for part in attr.split("."):
         obj = getattr(obj, part)
     return obj
@@ -217,8 +217,9 @@ def warm_up() -> None:
         tensor_methods()
 
 
-def run_trace_job(job: dict[str, Any]) -> dict[str, Any]:
-    """Import, build and trace one target; see the module docstring for the shapes."""
+def run_trace_job(raw_job: Mapping[str, Any]) -> dict[str, Any]:
+    """Import, build and trace one target (``raw_job``: a :class:`TraceJob` as JSON); see the
+    module docstring for the result's shape."""
     import torch
 
     # Parallelism comes from the pool's workers: one intra-op thread per child (set here, in the
@@ -228,15 +229,13 @@ def run_trace_job(job: dict[str, Any]) -> dict[str, Any]:
     from fxscope.trace.analysis import analyze
     from fxscope.trace.build import BuildError, build_model
 
-    root = job["root"]
-    config = Config.from_json(job["config"])
-    target = job["target"]
+    job = TraceJob.from_json(raw_job)
+    root, config, target = job.root, job.config, job.target
     for p in reversed(config.python_path):
         if str(p) not in sys.path:
             sys.path.insert(0, str(p))
     is_user_file = user_file_predicate(root)
-    target_file = os.path.join(root, target["file"]) if target.get("file") else root
-    fallback = job.get("fallback") or {"file": target_file, "line": target.get("line") or 1}
+    fallback = {"file": job.fallback_file, "line": job.fallback_line}
     result: dict[str, Any] = {"torch": torch.__version__, "warnings": []}
 
     def finish(body: dict[str, Any], error: BaseException | None = None) -> dict[str, Any]:
@@ -267,26 +266,26 @@ def run_trace_job(job: dict[str, Any]) -> dict[str, Any]:
     result["warnings"].extend(problems)
     try:
         built = build_model(factory, device=config.device, is_user_file=is_user_file,
-                            exact_meta=bool(target.get("inputs")))
+                            exact_meta=bool(target.inputs))
     except BuildError as be:
         cause = be.__cause__ or be
-        what = "factory" if target["kind"] == "factory" else "constructor"
+        what = "factory" if target.kind == "factory" else "constructor"
         return finish({"status": "error", "modules": [], "nodes": 0,
                        "findings": [_error_finding("FXS401", f"the {what} raised {be}", cause, is_user_file, fallback)]}, cause)
 
-    concrete = dict(target.get("concrete_args") or {})
+    concrete = dict(target.concrete_args)
     if built.concrete_args:
         concrete.update(built.concrete_args)
     result["device"] = built.device
     inputs = None
-    if target.get("inputs") or built.inputs:
+    if target.inputs or built.inputs:
         from fxscope.trace.inputs import default_concrete_args, resolve_inputs
 
         try:
-            inputs = resolve_inputs(target.get("inputs"), built.inputs, built.model)
+            inputs = resolve_inputs(target.inputs or None, built.inputs, built.model)
         except ValueError as e:
             result["warnings"].append(f"example inputs ignored: {e}")
-        if inputs is not None and target.get("inputs") == "auto":
+        if inputs is not None and target.inputs == "auto":
             concrete = {**default_concrete_args(built.model), **concrete}
     try:
         report = analyze(built.model, concrete or None, is_user_file=is_user_file, leaf_types=leaf_types,
