@@ -438,6 +438,23 @@ def test_a_job_runs_on_the_spare_forked_before_it_and_a_new_spare_follows(pool):
     assert the_spare(pool) != spare
 
 
+def test_a_job_larger_than_a_default_pipe_buffer_runs_on_the_spare(pool):
+    """A large unsaved buffer rides in the job: the spare's pipe is grown to take it in one write."""
+    spare = the_spare(pool)
+    value = "x" * (300 * 1024)
+    handle = pool.submit({"runner": runner("echo"), "value": value})
+    result = handle.result(30)
+    assert result["value"] == value and result["pid"] == handle.pid == spare
+
+
+def test_a_job_too_large_for_the_spares_pipe_is_forked(pool):
+    spare = the_spare(pool)
+    value = "x" * (4 * 1024 * 1024)
+    handle = pool.submit({"runner": runner("echo"), "value": value})
+    result = handle.result(60)
+    assert result["value"] == value and result["pid"] == handle.pid != spare
+
+
 def test_nothing_of_a_job_reaches_the_next_spare(pool):
     first, second = (pool.submit({"runner": runner("leave_traces")}).result(30) for _ in range(2))
     assert first["found"] == second["found"] == []

@@ -235,11 +235,18 @@ def read_message(fd: int) -> dict[str, Any] | None:
     return message
 
 
-def grow_pipe(fd: int, size: int = 1 << 20) -> None:
-    """Enlarge a pipe's buffer where supported (Linux), so big messages need fewer wake-ups."""
+def grow_pipe(fd: int, size: int = 1 << 20) -> int | None:
+    """Enlarge a pipe's buffer where supported (Linux), so big messages need fewer wake-ups.
+    Returns the buffer's size now, or ``None`` where it cannot be known."""
     try:
         import fcntl
 
         fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, size)  # type: ignore[attr-defined]
     except (ImportError, AttributeError, OSError):
         pass
+    try:
+        import fcntl
+
+        return int(fcntl.fcntl(fd, fcntl.F_GETPIPE_SZ))  # type: ignore[attr-defined]
+    except (ImportError, AttributeError, OSError):
+        return None

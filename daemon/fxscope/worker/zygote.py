@@ -67,7 +67,10 @@ POLL_INTERVAL = 1.0  # reap at least this often while children run, even without
 PARENT_CHECK_INTERVAL = 0.2  # seconds between checks that the pool still exists, during start-up
 MAX_RESULT_BYTES = 256 * 1024 * 1024  # a larger result file is a fault, never read
 SPARE_RETRY = 1.0  # seconds before a spare that died unused (or could not be forked) is replaced
-SPARE_JOB_BYTES = 64 * 1024  # a larger job is not handed to a spare: it could not be written at once
+#: A job larger than its spare's pipe buffer is forked instead: a spare must get its job in one
+#: write. The buffer is grown to 1 MB where the system allows (Linux's default pipe-max-size);
+#: where its size cannot be read, it is taken to be this (a pipe's usual default).
+SPARE_JOB_BYTES = 64 * 1024
 
 
 @dataclass
@@ -96,6 +99,7 @@ class _Spare:
     job_fd: int  # write end of the pipe the spare waits on
     out_fd: int  # read ends of its output and done pipes, the job's once handed over
     done_fd: int
+    job_bytes: int = SPARE_JOB_BYTES  # the largest job its pipe takes in one write
 
 
 def _kill(pid: int, sig: int = signal.SIGKILL) -> None:
@@ -291,7 +295,8 @@ class Zygote:
             self._spare_after = time.monotonic() + SPARE_RETRY
             return
         os.set_blocking(job_w, False)
-        self.spare = _Spare(pid, files, job_w, out_r, done_r)
+        capacity = grow_pipe(job_w) or SPARE_JOB_BYTES
+        self.spare = _Spare(pid, files, job_w, out_r, done_r, job_bytes=capacity)
 
     def _hand_over(self, job: dict[str, Any]) -> _Spare | None:
         """Give ``job`` to the spare, now the job's process; None (and no spare) when there is no
@@ -300,7 +305,7 @@ class Zygote:
         if spare is None:
             return None
         data = json.dumps(job, separators=(",", ":")).encode("utf-8")
-        if len(data) > SPARE_JOB_BYTES:
+        if len(data) > spare.job_bytes:
             return None
         self.spare = None
         try:
