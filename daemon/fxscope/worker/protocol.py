@@ -240,13 +240,13 @@ def grow_pipe(fd: int, size: int = 1 << 20) -> int | None:
     Returns the buffer's size now, or ``None`` where it cannot be known."""
     try:
         import fcntl
-
+    except ImportError:
+        return None
+    try:
         fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, size)  # type: ignore[attr-defined]
-    except (ImportError, AttributeError, OSError):
+    except (AttributeError, OSError):
         pass
     try:
-        import fcntl
-
         return int(fcntl.fcntl(fd, fcntl.F_GETPIPE_SZ))  # type: ignore[attr-defined]
-    except (ImportError, AttributeError, OSError):
+    except (AttributeError, OSError):
         return None

@@ -481,8 +481,7 @@ class Zygote:
         child.answered = child.killed = True
         _kill(child.pid)  # a lying child ends here; its exit is reaped by reap()
         duration = (time.monotonic() - child.started) * 1000.0
-        fault: dict[str, Any] = {"fault": "crash", "signal": None, "signal_name": None, "exit_code": 0,
-                                 "message": "the job's process ended but "}
+        fault = _no_result_fault("")  # the pool appends why, if the attached bytes are no result
         self._add_stack(fault, child.files, child.output.text())
         self.send_frame(encode_attached({"op": "done", "job_id": child.job_id, "pid": child.pid,
                                          "duration_ms": round(duration, 3), "result": fault}, raw))
@@ -519,8 +518,7 @@ class Zygote:
                 if cpu_s is not None:  # busy (a loop) or waiting (a lock, a starved CPU)?
                     fault["cpu_s"] = round(cpu_s, 3)
             elif problem and os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0:
-                fault = {"fault": "crash", "signal": None, "signal_name": None, "exit_code": 0,
-                         "message": f"the job's process ended but {problem}"}
+                fault = _no_result_fault(problem)
             else:
                 fault = _crash_fault(status)
                 if problem:
@@ -607,8 +605,7 @@ class Zygote:
         remove the scratch directory."""
         if self.spare is not None:
             spare = self.spare
-            _kill_group(spare.pid)
-            self._drop_spare(spare, kill=True)
+            self._drop_spare(spare, kill=True)  # its process group with it
             try:
                 os.waitpid(spare.pid, 0)
             except OSError:
@@ -639,6 +636,12 @@ class Zygote:
                 break
             time.sleep(0.01)
         shutil.rmtree(self.scratch, ignore_errors=True)
+
+
+def _no_result_fault(problem: str) -> dict[str, Any]:
+    """The fault of a job whose process ended normally without a usable result (``problem``)."""
+    return {"fault": "crash", "signal": None, "signal_name": None, "exit_code": 0,
+            "message": f"the job's process ended but {problem}"}
 
 
 def _crash_fault(status: int) -> dict[str, Any]:
