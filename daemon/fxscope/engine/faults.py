@@ -22,12 +22,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from fxscope.model.codes import finding_dict
+from fxscope.worker.protocol import FAULTS
 
 __all__ = ["StackFrame", "WorkerFault", "fault_result", "is_fault_body"]
 
-#: Kinds decided by the zygote: the job ran out of time, its process died, or it was cancelled.
-#: ``exception`` and ``exit`` come from the job's own process (an uncaught exception, sys.exit).
-KINDS = ("timeout", "crash", "cancelled", "exception", "exit")
 _MAX_FRAMES = 200
 
 
@@ -52,7 +50,7 @@ class StackFrame:
 
 @dataclass(frozen=True)
 class WorkerFault:
-    """A job's fault: its ``kind`` (one of :data:`KINDS`, or ``unknown``), what is known of the
+    """A job's fault: its ``kind`` (one of :data:`fxscope.worker.protocol.FAULTS`, or ``unknown``), what is known of the
     process's end (``exit_code``, ``signal``), the ``timeout`` it exceeded, the exception's type
     and message, the frames (``traceback`` of an exception or exit, ``stack`` dumped at a timeout
     or crash; outermost first) and the job's ``output``."""
@@ -74,7 +72,7 @@ class WorkerFault:
         kind = raw.get("fault")
         timeout = raw.get("timeout")
         return cls(
-            kind=kind if kind in KINDS else "unknown",
+            kind=kind if isinstance(kind, str) and kind in FAULTS else "unknown",
             message=_str(raw.get("message")),
             exit_code=raw.get("exit_code") if _is_int(raw.get("exit_code")) else None,
             signal=raw.get("signal") if _is_int(raw.get("signal")) else None,
