@@ -72,7 +72,7 @@ def test_first_run_text_output(tmp_path: Path) -> None:
 
     # info findings: one line for the code, not a block per class
     assert "FXS405" not in out.replace("(FXS405; --show-info lists them)", "")
-    assert ("2 classes need constructor arguments: configure factories or `auto-targets = false` "
+    assert ("2 classes need constructor arguments: `fxscope init` writes factories for them "
             "(FXS405; --show-info lists them)") in out
 
     # one failing import: where it fails, what it blocked, no importlib frames in the chain

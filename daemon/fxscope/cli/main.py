@@ -1,4 +1,4 @@
-"""``fxscope`` command line: ``check``, ``graph``, ``watch``, ``daemon`` and ``serve``.
+"""``fxscope`` command line: ``check``, ``graph``, ``init``, ``watch``, ``daemon`` and ``serve``.
 
 Exit codes: 0 nothing at or above ``--fail-on``; 1 findings; 2 usage or configuration error.
 """
@@ -85,6 +85,12 @@ def build_parser() -> argparse.ArgumentParser:
     graph.add_argument("target", help="target id (path/file.py::Class or a factory name), or a unique class name")
     graph.add_argument("--module", default=None, help="only the graph of this module path ('' = root)")
     graph.add_argument("--format", choices=("text", "dot", "json", "html"), default="text")
+
+    init = sub.add_parser("init", parents=[common],
+                          help="write factories and targets for the classes fxscope builds on its own")
+    init.add_argument("--module", default="fxscope_targets",
+                      help="module the factories go to, in the first python-path directory (default: fxscope_targets)")
+    init.add_argument("--dry-run", action="store_true", help="print what would be written, write nothing")
 
     daemon = sub.add_parser("daemon", parents=[common], help="manage the warm background daemon")
     daemon.add_argument("action", choices=("start", "stop", "status", "run"))
@@ -221,6 +227,30 @@ def cmd_graph(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_init(args: argparse.Namespace) -> int:
+    """``fxscope init``: pin the inferred builds as factories and targets."""
+    from fxscope.cli.init_targets import init_workspace, print_summary
+    from fxscope.cli.progress import Progress
+    from fxscope.engine.results import drop_covered_skips
+
+    if not args.module.isidentifier():
+        raise UsageError(f"--module {args.module!r} is not a module name")
+    root = _find_root(args, [])
+    config = _load_config(root)
+    with _engine(args, root, config) as engine, Progress() as progress:
+        check = engine.check(use_cache=not args.no_cache,
+                             on_progress=lambda ev: progress.update(ev.done, ev.total, ev.target))
+    try:
+        result = init_workspace(root, config, drop_covered_skips(check.results), module=args.module,
+                                dry_run=args.dry_run)
+    except OSError as e:
+        raise UsageError(f"cannot write: {e}") from None
+    print_summary(result, root, args.dry_run)
+    if args.dry_run:
+        sys.stdout.write(result.factories_added + ("\n" if result.factories_added else "") + result.targets_added)
+    return EXIT_OK
+
+
 def cmd_daemon(args: argparse.Namespace) -> int:
     """``fxscope daemon start|stop|status|run``."""
     from fxscope.cli import daemon
@@ -258,7 +288,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     handlers = {"check": cmd_check, "graph": cmd_graph, "daemon": cmd_daemon, "serve": cmd_serve,
-                "watch": cmd_watch}
+                "watch": cmd_watch, "init": cmd_init}
     try:
         return handlers[args.command](args)
     except UsageError as e:

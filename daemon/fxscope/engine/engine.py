@@ -43,8 +43,9 @@ __all__ = ["ABSENT", "Engine", "ProgressEvent", "installed_torch_version"]
 #: stays valid only while the file is still absent.
 ABSENT = "absent"
 
-#: Version of what the engine stores per target (2: root-relative paths); part of every cache key.
-PAYLOAD_FORMAT = 2
+#: Version of what the engine stores per target (2: root-relative paths; 3: class targets carry the
+#: key of the recipes they were built from, and their build); part of every cache key.
+PAYLOAD_FORMAT = 3
 
 #: Characters of a job's captured stdout/stderr kept with its result (the tail).
 OUTPUT_KEPT = 8192
@@ -300,10 +301,12 @@ class Engine:
                 hit = None
             if hit is not None and payload_problem(hit.payload) is not None:
                 hit = None  # an entry of the wrong shape (edited, another version) is a miss
-            if hit is not None and bool(hit.payload.get("status") == "skipped") == t.needs_args:
+            if hit is not None and t.kind == "class" and hit.payload.get("build_key") != t.build_key():
+                hit = None  # the recipes the workspace shows for it changed
+            if hit is not None:
                 r = TargetResult(t, hit.payload, cached=True)
                 self._warn(r.body, warned)  # e.g. a bad leaf-modules entry: said on every check
-            elif t.needs_args:
+            elif t.needs_args and not t.recipes:
                 r = skipped_result(t)
                 r.body = _relative_paths(r.body, str(self.root))
                 deps = self._static_deps(t, discovery, digests)
@@ -441,6 +444,8 @@ class Engine:
                     deps[t.file] = h
             cacheable = True
         body = _relative_paths(body, str(self.root))
+        if t.kind == "class":
+            body["build_key"] = t.build_key()
         output = body.get("output")
         if isinstance(output, str) and len(output) > OUTPUT_KEPT:
             body["output"] = "... [output truncated] ...\n" + output[-OUTPUT_KEPT:]

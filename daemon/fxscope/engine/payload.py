@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from fxscope.model.codes import SEVERITIES
+from fxscope.model.recipe import Recipe
 
 __all__ = ["STATUSES", "payload_problem"]
 
@@ -169,7 +170,12 @@ def payload_problem(body: Any) -> str | None:
         if files is not None and not (isinstance(files, dict) and all(
                 isinstance(k, str) and isinstance(v, str) for k, v in files.items())):
             raise _Bad("'files' is not a map of paths to hashes")
-        for key in ("output", "torch", "device"):
+        if body.get("build") is not None:
+            try:
+                Recipe.from_json(body["build"])
+            except ValueError as e:
+                raise _Bad(f"'build' is not a recipe ({e})") from None
+        for key in ("output", "torch", "device", "build_key"):
             if body.get(key) is not None and not isinstance(body[key], str):
                 raise _Bad(f"{key!r} is not a string")
         _strings(body, "warnings", "result")

@@ -13,7 +13,8 @@ from typing import Any
 from fxscope.project.discovery import FileError, Target
 from fxscope.model.codes import CODES, finding_dict
 
-__all__ = ["CheckResult", "TargetResult", "drop_covered_skips", "relativize", "skipped_result"]
+__all__ = ["CheckResult", "REACHED", "TargetResult", "drop_covered_skips", "reached_types", "relativize",
+           "skipped_result"]
 
 
 @dataclass
@@ -57,25 +58,63 @@ def relativize(path: str, root: str) -> str:
 
 
 def skipped_result(target: Target) -> TargetResult:
-    """A class that needs constructor arguments and has no factory (FXS405)."""
+    """A class that needs constructor arguments, has no factory and no recipe (FXS405)."""
     args = ", ".join(a for a in target.required_args) or "arguments"
     finding = finding_dict(
         "FXS405", f"`{target.qualname}` needs constructor arguments ({args}) and no factory is configured",
         hint=CODES["FXS405"].help, file=target.file, line=target.line,
     )
-    return TargetResult(target, {"status": "skipped", "modules": [], "nodes": 0, "findings": [finding]})
+    return TargetResult(target, {"status": "skipped", "modules": [], "nodes": 0, "findings": [finding],
+                                 "build_key": target.build_key()})
+
+
+#: Module statuses that mean the module's forward was traced (into a graph, or failing with a finding).
+REACHED = ("traced", "failed")
+
+
+def reached_types(results: list[TargetResult]) -> set[str]:
+    """Qualified class names (``pkg.model.Block``) whose forward some result traced: as a target
+    or as a module instance inside one."""
+    reached: set[str] = set()
+    for r in results:
+        modules = r.body.get("modules")
+        for row in modules if isinstance(modules, list) else ():
+            if isinstance(row, dict) and row.get("status") in REACHED and isinstance(row.get("type"), str):
+                reached.add(row["type"])
+    return reached
+
+
+def _factory_roots(results: list[TargetResult]) -> dict[str, str]:
+    """Qualified class name -> id of the configured factory target whose model is that class."""
+    roots: dict[str, str] = {}
+    for r in results:
+        modules = r.body.get("modules")
+        if r.target.kind == "factory" and isinstance(modules, list) and modules and isinstance(modules[0], dict):
+            kind = modules[0].get("type")
+            if isinstance(kind, str):
+                roots.setdefault(kind, r.target.id)
+    return roots
 
 
 def drop_covered_skips(results: list[TargetResult]) -> list[TargetResult]:
-    """``results`` with the FXS405 of every skipped class (see :func:`skipped_result`) removed
-    when a factory target in ``results`` built that class: it was checked after all. The skipped
-    result itself stays (status ``skipped``, no findings); other results are returned unchanged."""
-    built = {r.body["modules"][0]["type"] for r in results
-             if r.target.kind == "factory" and r.body.get("modules")}
+    """``results`` where a class target is covered by another target:
+
+    - a class whose model a configured factory target built is the factory's to report: its own
+      automatic build (from defaults or a recipe) becomes ``skipped`` with no findings;
+    - the FXS405 of a class that could not be built on its own is removed when another target
+      reached that class (a module instance inside a traced model): it was checked after all.
+
+    Other results are returned unchanged."""
+    reached = reached_types(results)
+    factories = _factory_roots(results)
     out = []
     for r in results:
         t = r.target
-        if r.body.get("status") == "skipped" and t.module and f"{t.module}.{t.qualname}" in built:
+        name = f"{t.module}.{t.qualname}" if t.kind == "class" and t.module else None
+        if name is not None and name in factories:
+            if r.body.get("findings") or r.body.get("status") != "skipped":
+                r = replace(r, body={**r.body, "status": "skipped", "findings": [], "covered_by": factories[name]})
+        elif name is not None and r.body.get("status") == "skipped" and name in reached:
             r = replace(r, body={**r.body, "findings": []})
         out.append(r)
     return out

@@ -30,7 +30,7 @@ from fxscope import __version__
 from fxscope.cache import FileHasher, ResultCache, hash_bytes, hash_json
 from fxscope.project.config import Config
 from fxscope.project.discovery import Discovery, discover
-from fxscope.project._summary import SUMMARY_FORMAT, Summary, summary_of_bytes
+from fxscope.project._summary import SUMMARY_FORMAT, Summary, is_markdown, summary_of_bytes
 from fxscope.project.files import is_racy, workspace_rels
 
 __all__ = ["WorkspaceState"]
@@ -98,7 +98,7 @@ class WorkspaceState:
             rel = text[len(root):].replace(os.sep, "/") if text.startswith(root) else None
             digest = self.hasher.hash(rel) if rel is not None else None
             if digest is not None:
-                digests[text] = digest
+                digests[text] = _kind(text) + digest
         wanted = [d for d in set(digests.values()) if d not in self._memory]
         for digest, data in self.cache.get_blobs(self._summary_kind, wanted).items():
             try:
@@ -115,8 +115,8 @@ class WorkspaceState:
                 data = path.read_bytes()
             except OSError:
                 return None
-            summary = summary_of_bytes(data)
-            actual = hash_bytes(data)  # what was parsed, even if the file changed since its stat
+            summary = summary_of_bytes(data, markdown=is_markdown(rel))
+            actual = _kind(rel) + hash_bytes(data)  # what was parsed, even if the file changed since its stat
             self._memory[actual] = summary
             new[actual] = summary.to_json()
             return summary
@@ -135,3 +135,9 @@ class WorkspaceState:
         if changed or removed:
             self.cache.save_file_stats(self.scope, changed, removed)
             self._saved = entries
+
+
+def _kind(path: str) -> str:
+    """The prefix of a summary's key: a Markdown file and a Python file of the same bytes have
+    different summaries."""
+    return "md:" if is_markdown(path) else ""

@@ -12,17 +12,18 @@ import os
 import threading
 import warnings
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Union
 
+from .callsites import CallSite, markdown_call_sites, python_call_sites
 from .files import is_racy
 
-__all__ = ["SUMMARY_FORMAT", "ClassInfo", "Summary", "cache_stats", "clear_cache", "summary_of_bytes",
-           "summary_of_file", "summary_of_text"]
+__all__ = ["SUMMARY_FORMAT", "ClassInfo", "Summary", "cache_stats", "clear_cache", "is_markdown",
+           "summary_of_bytes", "summary_of_file", "summary_of_text"]
 
 #: Version of :meth:`Summary.to_json`; persisted summaries of another version are not used.
-SUMMARY_FORMAT = 2
+SUMMARY_FORMAT = 3
 
 #: How a module-level name is bound. ("class", name) | ("def", name, line) | ("module", "a.b")
 #: | ("from", level, "a.b", name) | ("alias", "a.b.C") | ("other",)
@@ -36,7 +37,10 @@ ImportRecord = tuple[int, str, Union[tuple[str, ...], None]]
 class ClassInfo:
     """A module-level class: its base expressions as dotted strings (``None`` when not a plain
     name/attribute), the lines of functions defined in its body, the abstract method names and the
-    required parameters of its own ``__init__`` (``None`` when it defines none)."""
+    required parameters of its own ``__init__`` (``None`` when it defines none; a dataclass or
+    named tuple without one requires its fields that have no default). ``annotations``: the
+    dotted type annotation of each ``__init__`` parameter or field that has one (``Optional[X]``
+    is ``X``); ``config_class``: the value of a ``config_class = X`` attribute (transformers)."""
 
     name: str
     line: int
@@ -44,6 +48,8 @@ class ClassInfo:
     members: dict[str, int]
     abstract: frozenset[str]
     init_required: tuple[str, ...] | None
+    annotations: dict[str, str] = field(default_factory=dict)
+    config_class: str | None = None
 
 
 @dataclass(frozen=True)
@@ -55,6 +61,8 @@ class Summary:
     classes: dict[str, ClassInfo]
     imports: tuple[ImportRecord, ...]
     error: tuple[int, int, str] | None = None
+    #: Constructor call sites with safe arguments (see :mod:`fxscope.project.callsites`).
+    calls: tuple[CallSite, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-able dict; :meth:`from_json` inverts it (summaries are persisted by content)."""
@@ -62,10 +70,12 @@ class Summary:
             "bindings": {k: list(v) for k, v in self.bindings.items()},
             "stars": [list(s) for s in self.stars],
             "classes": {k: [c.line, list(c.bases), c.members, sorted(c.abstract),
-                            None if c.init_required is None else list(c.init_required)]
+                            None if c.init_required is None else list(c.init_required),
+                            c.annotations, c.config_class]
                         for k, c in self.classes.items()},
             "imports": [[lvl, mod, None if names is None else list(names)] for lvl, mod, names in self.imports],
             "error": None if self.error is None else list(self.error),
+            "calls": [c.to_json() for c in self.calls],
         }
 
     @classmethod
@@ -73,8 +83,9 @@ class Summary:
         """Rebuild a summary from :meth:`to_json` output."""
         classes = {
             name: ClassInfo(name, int(line), tuple(bases), dict(members), frozenset(abstract),
-                            None if init is None else tuple(init))
-            for name, (line, bases, members, abstract, init) in data["classes"].items()
+                            None if init is None else tuple(init), dict(annotations),
+                            None if config_class is None else str(config_class))
+            for name, (line, bases, members, abstract, init, annotations, config_class) in data["classes"].items()
         }
         return cls(
             {k: tuple(v) for k, v in data["bindings"].items()},
@@ -83,6 +94,7 @@ class Summary:
             tuple((int(lvl), str(mod), None if names is None else tuple(names))
                   for lvl, mod, names in data["imports"]),
             None if data["error"] is None else (int(data["error"][0]), int(data["error"][1]), str(data["error"][2])),
+            tuple(CallSite.from_json(c) for c in data["calls"]),
         )
 
 
@@ -134,10 +146,49 @@ def _class_body(body: Iterable[ast.stmt]) -> Iterable[ast.stmt]:
             yield stmt
 
 
+#: Decorators and bases whose classes get an ``__init__`` taking their annotated fields.
+_FIELD_DECORATORS = frozenset({"dataclass", "dataclasses.dataclass", "attr.s", "attr.attrs", "attrs.define",
+                               "attr.define", "define", "attrs.frozen", "frozen"})
+_FIELD_BASES = frozenset({"NamedTuple", "typing.NamedTuple", "BaseModel", "pydantic.BaseModel"})
+
+
+def _annotation(node: ast.expr | None) -> str | None:
+    """The class an annotation names: ``Config``, ``pkg.Config``, ``"Config"``, ``Optional[X]``,
+    ``X | None``, ``Union[X, None]``; None for anything else."""
+    if node is None:
+        return None
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        text = node.value.strip()
+        return text if all(p.isidentifier() for p in text.split(".")) else None
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
+        sides = [n for n in (node.left, node.right) if not (isinstance(n, ast.Constant) and n.value is None)]
+        return _annotation(sides[0]) if len(sides) == 1 else None
+    if isinstance(node, ast.Subscript):
+        outer = _dotted(node.value) or ""
+        if outer.rsplit(".", 1)[-1] in ("Optional", "Union"):
+            inner = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+            kept = [n for n in inner if not (isinstance(n, ast.Constant) and n.value is None)]
+            return _annotation(kept[0]) if len(kept) == 1 else None
+        return None
+    return _dotted(node) if isinstance(node, (ast.Name, ast.Attribute)) else None
+
+
+def _has_default_field(value: ast.expr | None) -> bool:
+    """Whether a field's value gives it a default (``= 3``, ``field(default=...)``)."""
+    if value is None:
+        return False
+    if isinstance(value, ast.Call) and (_dotted(value.func) or "").rsplit(".", 1)[-1] in ("field", "Field", "ib", "attrib"):
+        return any(k.arg in ("default", "default_factory", "factory") for k in value.keywords) or bool(value.args)
+    return True
+
+
 def _class_info(node: ast.ClassDef) -> ClassInfo:
     members: dict[str, int] = {}
     abstract: set[str] = set()
     init: tuple[str, ...] | None = None
+    annotations: dict[str, str] = {}
+    fields: list[str] = []  # annotated class attributes without a default, in order
+    config_class: str | None = None
     for stmt in _class_body(node.body):
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
             members[stmt.name] = stmt.lineno
@@ -147,14 +198,31 @@ def _class_info(node: ast.ClassDef) -> ClassInfo:
                 abstract.discard(stmt.name)
             if stmt.name == "__init__":
                 init = _required(stmt)
+                for arg in [*stmt.args.posonlyargs, *stmt.args.args, *stmt.args.kwonlyargs]:
+                    found = _annotation(arg.annotation)
+                    if found:
+                        annotations[arg.arg] = found
         elif isinstance(stmt, (ast.Assign, ast.AnnAssign)):
             targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
             for target in targets:
                 if isinstance(target, ast.Name) and (isinstance(stmt, ast.Assign) or stmt.value is not None):
                     members[target.id] = stmt.lineno
                     abstract.discard(target.id)
+                    if target.id == "config_class" and isinstance(stmt.value, (ast.Name, ast.Attribute)):
+                        config_class = _dotted(stmt.value)
+            if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
+                kind = _dotted(stmt.annotation) or ""
+                if kind.rsplit(".", 1)[-1] not in ("ClassVar", "InitVar"):
+                    found = _annotation(stmt.annotation)
+                    if found and stmt.target.id not in annotations:
+                        annotations[stmt.target.id] = found
+                    if not _has_default_field(stmt.value):
+                        fields.append(stmt.target.id)
     bases = tuple(_dotted(b) for b in node.bases)
-    return ClassInfo(node.name, node.lineno, bases, members, frozenset(abstract), init)
+    decorators = {_dotted(d.func if isinstance(d, ast.Call) else d) for d in node.decorator_list}
+    if init is None and (decorators & _FIELD_DECORATORS or set(bases) & _FIELD_BASES):
+        init = tuple(fields)
+    return ClassInfo(node.name, node.lineno, bases, members, frozenset(abstract), init, annotations, config_class)
 
 
 class _Collector:
@@ -271,7 +339,16 @@ def summarize(source: str | bytes) -> Summary:
         return Summary({}, (), {}, (), (1, 1, str(exc) or type(exc).__name__))
     collector = _Collector()
     collector.visit(tree.body)
-    return Summary(collector.bindings, tuple(collector.stars), collector.classes, _imports(tree))
+    text = source if isinstance(source, str) else source.decode("utf-8", "replace")
+    calls = tuple(python_call_sites(text, tree))
+    return Summary(collector.bindings, tuple(collector.stars), collector.classes, _imports(tree), calls=calls)
+
+
+def summarize_markdown(source: str | bytes) -> Summary:
+    """The summary of a Markdown file: only the call sites of its Python code blocks."""
+    _STATS["parses"] += 1
+    text = source if isinstance(source, str) else source.decode("utf-8", "replace")
+    return Summary({}, (), {}, (), calls=tuple(markdown_call_sites(text)))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -291,28 +368,34 @@ def _remember(cache: OrderedDict, key: object, value: object) -> None:  # type: 
         cache.popitem(last=False)
 
 
-def _by_content(data: bytes, source: str | bytes | None = None) -> tuple[bytes, Summary]:
-    digest = hashlib.blake2b(data, digest_size=20).digest()
+def is_markdown(path: str | Path) -> bool:
+    """Whether a workspace file is read as Markdown (its code blocks) rather than Python."""
+    return str(path).endswith(".md")
+
+
+def _by_content(data: bytes, source: str | bytes | None = None, markdown: bool = False) -> tuple[bytes, Summary]:
+    digest = hashlib.blake2b(data, digest_size=20, person=b"md" if markdown else b"py").digest()
     with _LOCK:
         found = _BY_CONTENT.get(digest)
         if found is not None:
             _BY_CONTENT.move_to_end(digest)
             _STATS["hits"] += 1
             return digest, found
-    summary = summarize(data if source is None else source)
+    text = data if source is None else source
+    summary = summarize_markdown(text) if markdown else summarize(text)
     with _LOCK:
         _remember(_BY_CONTENT, digest, summary)
     return digest, summary
 
 
-def summary_of_bytes(data: bytes) -> Summary:
-    """Summary of a file's bytes (cached by content hash)."""
-    return _by_content(data)[1]
+def summary_of_bytes(data: bytes, markdown: bool = False) -> Summary:
+    """Summary of a file's bytes (cached by content hash); ``markdown`` for a ``.md`` file."""
+    return _by_content(data, markdown=markdown)[1]
 
 
-def summary_of_text(text: str) -> Summary:
+def summary_of_text(text: str, markdown: bool = False) -> Summary:
     """Summary of unsaved editor contents (cached by content hash)."""
-    return _by_content(text.encode("utf-8", "surrogatepass"), text)[1]
+    return _by_content(text.encode("utf-8", "surrogatepass"), text, markdown)[1]
 
 
 def summary_of_file(path: Path) -> Summary | None:
@@ -335,7 +418,7 @@ def summary_of_file(path: Path) -> Summary | None:
         data = Path(path).read_bytes()
     except OSError:
         return None
-    digest, summary = _by_content(data)
+    digest, summary = _by_content(data, markdown=is_markdown(path))
     if not is_racy(stat.st_mtime_ns):  # else the next save may keep this signature: read it again
         with _LOCK:
             _remember(_BY_STAT, key, digest)

@@ -15,14 +15,19 @@ alone, and the static import graph that says which targets an edit can affect. N
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from ._summary import Summary, summary_of_file, summary_of_text
+from fxscope.model.recipe import Recipe
+
+from ._summary import Summary, is_markdown, summary_of_file, summary_of_text
 from .config import Config
 from .files import dotted_module_name, is_included, relpath, workspace_files
+from .recipes import RecipeIndex
 
 __all__ = ["INHERITED", "Discovery", "FileError", "Target", "discover"]
 
@@ -54,7 +59,9 @@ class Target:
 
     ``id`` is ``path/file.py::ClassName`` (class) or the configured name (factory); ``file`` is
     root-relative (``""`` when a factory's module is not in the workspace); ``needs_args`` marks a
-    class whose constructor has ``required_args`` (reported as skipped, FXS405).
+    class whose constructor has ``required_args``; ``recipes`` are the other ways to build a class
+    that the workspace shows (cheapest first, see :mod:`~fxscope.project.recipes`). A class that
+    needs arguments and has no recipe is reported as skipped (FXS405) without being imported.
     """
 
     id: str
@@ -69,6 +76,7 @@ class Target:
     required_args: tuple[str, ...] = ()
     #: Example inputs of a factory target (``TargetConfig.inputs``); empty without them.
     inputs: dict[str, Any] | str = field(default_factory=dict, hash=False)
+    recipes: tuple[Recipe, ...] = field(default=(), hash=False)
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-able dict of every field (``inputs`` only when set)."""
@@ -80,7 +88,15 @@ class Target:
         }
         if self.inputs:
             out["inputs"] = self.inputs
+        if self.recipes:
+            out["recipes"] = [r.to_json() for r in self.recipes]
         return out
+
+    def build_key(self) -> str:
+        """A digest of how the worker may build this target (whether it needs arguments, and its
+        recipes): a cached result built under another key is stale."""
+        data = [self.needs_args, [r.to_json() for r in self.recipes]]
+        return hashlib.blake2b(json.dumps(data, sort_keys=True).encode(), digest_size=12).hexdigest()
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Target:
@@ -90,6 +106,7 @@ class Target:
             module=data.get("module"), qualname=data.get("qualname"), factory=data.get("factory"),
             concrete_args=dict(data.get("concrete_args") or {}), needs_args=bool(data.get("needs_args")),
             required_args=tuple(data.get("required_args") or ()), inputs=data.get("inputs") or {},
+            recipes=tuple(Recipe.from_json(r) for r in data.get("recipes") or ()),
         )
 
 
@@ -398,7 +415,7 @@ def discover(
     for rel in sorted(rels):
         text = overlay_by_rel.get(rel)
         if text is not None:
-            summary: Summary | None = summary_of_text(text)
+            summary: Summary | None = summary_of_text(text, markdown=is_markdown(rel))
         elif summary_source is not None:
             summary = summary_source(rel, rels[rel])
         else:
@@ -419,6 +436,7 @@ def discover(
 
 def _class_targets(ws: _Workspace) -> list[Target]:
     targets = []
+    index = RecipeIndex(ws)
     for rel, summary in ws.summaries.items():
         for name, info in summary.classes.items():
             if name.startswith("_") or summary.bindings.get(name) != ("class", name):
@@ -427,9 +445,10 @@ def _class_targets(ws: _Workspace) -> list[Target]:
             if not facts.is_module or not facts.has_forward or facts.abstract:
                 continue
             required = facts.init or ()
+            recipes = index.recipes_for(rel, name, tuple(required)) if ws.module_of[rel] else ()
             targets.append(Target(
                 id=f"{rel}::{name}", kind="class", file=rel, line=info.line, module=ws.module_of[rel],
-                qualname=name, needs_args=bool(required), required_args=tuple(required),
+                qualname=name, needs_args=bool(required), required_args=tuple(required), recipes=recipes,
             ))
     return targets
 

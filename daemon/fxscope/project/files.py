@@ -2,8 +2,10 @@
 
 Patterns follow gitignore conventions: a pattern without ``/`` matches a file or directory name at
 any depth (``.venv``, ``*.egg-info``, ``*.py``); a pattern with ``/`` is anchored at the root and
-``**`` spans any number of directories (``tests/**/fixtures``, ``**/*.py``). Only ``.py`` files are
-ever listed. Excluded directories are pruned during the walk, so a large ``.venv`` costs nothing.
+``**`` spans any number of directories (``tests/**/fixtures``, ``**/*.py``). The workspace's files
+are its included ``.py`` files and, read only for the examples in their code blocks, its Markdown
+files (``README.md``, ``docs/**/*.md``) that are not excluded. Excluded directories are pruned
+during the walk, so a large ``.venv`` costs nothing.
 
 >>> from fxscope.project.config import Config
 >>> config = Config(root=Path("/ws"), python_path=(Path("/ws"), Path("/ws/src")))
@@ -115,7 +117,13 @@ def _dir_excluded(config: Config, rel_dir: str) -> bool:
     return bool(below) and _matches(below, rel_dir)
 
 
+#: Markdown files larger than this are not read for examples.
+MAX_MARKDOWN_BYTES = 1 << 20
+
+
 def _file_wanted(config: Config, rel: str) -> bool:
+    if rel.endswith(".md"):
+        return not _matches(config.exclude, rel)
     return (
         rel.endswith(".py")
         and not _matches(config.exclude, rel)
@@ -124,13 +132,14 @@ def _file_wanted(config: Config, rel: str) -> bool:
 
 
 def workspace_files(config: Config) -> list[Path]:
-    """Every included ``.py`` file under ``config.root``, sorted, absolute."""
+    """Every workspace file (included ``.py``, Markdown) under ``config.root``, sorted, absolute."""
     root = str(config.root)
     return [Path(root, rel) for rel in workspace_rels(config)]
 
 
 def workspace_rels(config: Config) -> list[str]:
-    """Every included ``.py`` file under ``config.root`` as a sorted root-relative posix path."""
+    """Every workspace file (included ``.py``, Markdown) under ``config.root`` as a sorted
+    root-relative posix path."""
     root = str(config.root)
     real_root = os.path.realpath(root)
     found: list[str] = []
@@ -152,7 +161,7 @@ def workspace_rels(config: Config) -> list[str]:
             if is_dir:
                 if not _dir_excluded(config, rel):
                     todo.append(rel + "/")
-            elif entry.name.endswith(".py") and _file_wanted(config, rel):
+            elif entry.name.endswith((".py", ".md")) and _file_wanted(config, rel):
                 if entry.is_symlink() and not _inside(real_root, entry.path):
                     continue  # a link out of the workspace: never imported nor traced
                 found.append(rel)

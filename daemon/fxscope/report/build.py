@@ -168,6 +168,8 @@ def build_report(root: str, torch_version: str, results: list[TargetResult], *,
             "nodes": int(body.get("nodes", 0)),
             "modules": [_rel_loc(m, root) for m in body.get("modules", [])],
         }
+        if isinstance(body.get("build"), dict):
+            entry["build"] = dict(body["build"])
         if graphs and body.get("graphs") is not None:
             entry["graphs"] = [
                 {"module": g["module"], "nodes": [_rel_loc(n, root) for n in g["nodes"]]}

@@ -26,6 +26,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Callable
 
+from fxscope.model.recipe import Recipe
+from fxscope.worker.construct import AutomaticBuild
 from fxscope.worker.overlay import OverlayLoader, serve_from_source
 from fxscope.worker.touched import error_files, touched_files
 from fxscope.worker.trace_job import TraceJob
@@ -193,6 +195,41 @@ def _wrap_functions(names: list[str]) -> tuple[tuple[Callable[..., Any], ...], l
     return tuple(functions), problems
 
 
+def _defaults_recipe(target: TraceJob | Any) -> Recipe:
+    """``Net()`` at the class line: the build from the constructor's defaults."""
+    from fxscope.model.recipe import Call, Ref
+
+    return Recipe(Call(Ref(target.module or "", (target.qualname or "",))), "defaults", target.file,
+                  max(target.line, 1), f"{target.qualname}()")
+
+
+def _build_class(cls: Any, target: Any, build: Callable[[Callable[[], Any]], Any],
+                 is_user_file: Callable[[str], bool]) -> AutomaticBuild:
+    """Build a class target from its defaults (when it needs no argument) and its recipes."""
+    from fxscope.worker.construct import build_automatically
+
+    defaults = None if target.needs_args else _defaults_recipe(target)
+    return build_automatically(cls, target.recipes, defaults, build=build, is_user_file=is_user_file)
+
+
+def _needs_arguments(target: Any, automatic: AutomaticBuild, fallback: dict[str, Any]) -> dict[str, Any]:
+    """FXS405 at the class: no candidate built; what was tried and what each raised."""
+    from fxscope.model.codes import CODES, finding_dict
+
+    tried = "; ".join(f"`{a.recipe.text}` ({a.recipe.kind}, {a.recipe.origin}): {_one_line(a.error or '')}"
+                      for a in automatic.attempts)
+    needs = ", ".join(target.required_args) if target.required_args else "arguments its defaults do not give"
+    message = f"`{target.qualname}` needs constructor arguments ({needs}) and no factory is configured"
+    if tried:
+        message += f"; fxscope could not build it on its own: tried {tried}"
+    return finding_dict("FXS405", message, hint=CODES["FXS405"].help, **fallback)
+
+
+def _one_line(text: str, limit: int = 300) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 def warm_up() -> None:
     """Called once in the zygote, before any fork: import what every job imports and fill the
     pure-Python caches that the first trace in a process builds (torch's table of overridable
@@ -264,14 +301,25 @@ def run_trace_job(raw_job: Mapping[str, Any]) -> dict[str, Any]:
     result["warnings"].extend(problems)
     wrap_functions, problems = _wrap_functions(list(getattr(config, "wrap_functions", ())))
     result["warnings"].extend(problems)
-    try:
-        built = build_model(factory, device=config.device, is_user_file=is_user_file,
-                            exact_meta=bool(target.inputs))
-    except BuildError as be:
-        cause = be.__cause__ or be
-        what = "factory" if target.kind == "factory" else "constructor"
-        return finish({"status": "error", "modules": [], "nodes": 0,
-                       "findings": [_error_finding("FXS401", f"the {what} raised {be}", cause, is_user_file, fallback)]}, cause)
+    def build(make: Callable[[], Any]) -> Any:
+        return build_model(make, device=config.device, is_user_file=is_user_file, exact_meta=bool(target.inputs))
+
+    if target.kind == "class":  # built on its own: from its defaults or the workspace's recipes
+        automatic = _build_class(factory, target, build, is_user_file)
+        if automatic.built is None:
+            return finish({"status": "skipped", "modules": [], "nodes": 0,
+                           "findings": [_needs_arguments(target, automatic, fallback)]})
+        built = automatic.built
+        assert automatic.recipe is not None
+        result["build"] = automatic.recipe.to_json()
+    else:
+        try:
+            built = build(factory)
+        except BuildError as be:
+            cause = be.__cause__ or be
+            return finish({"status": "error", "modules": [], "nodes": 0,
+                           "findings": [_error_finding("FXS401", f"the factory raised {be}", cause, is_user_file,
+                                                       fallback)]}, cause)
 
     concrete = dict(target.concrete_args)
     if built.concrete_args:

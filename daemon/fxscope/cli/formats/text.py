@@ -13,7 +13,7 @@
 
 Info-level findings (FXS405 "needs constructor arguments", ...) are listed only when asked
 (``show_info``: ``--show-info``, or a ``--select`` that kept them); otherwise each code is one line
-(``331 classes need constructor arguments: configure factories or `auto-targets = false```).
+(``331 classes need constructor arguments: `fxscope init` writes factories for them``).
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ _PLURAL = {"error": "errors", "warning": "warnings", "info": "info", "hint": "hi
 #: One line for the hidden info findings of a code: (singular, plural, what to do).
 _INFO_SUMMARY = {
     "FXS405": ("class needs constructor arguments", "classes need constructor arguments",
-               "configure factories or `auto-targets = false`"),
+               "`fxscope init` writes factories for them"),
     "FXS406": ("model was built on CPU, not on the meta device",
                "models were built on CPU, not on the meta device",
                "make their constructors device-agnostic"),
@@ -142,7 +142,7 @@ def _blocked(finding: dict[str, Any], targets: dict[str, dict[str, Any]], style:
 
 def hidden_info_lines(findings: list[dict[str, Any]]) -> list[str]:
     """One line per code for info findings not listed: ``331 classes need constructor arguments:
-    configure factories or `auto-targets = false```."""
+    `fxscope init` writes factories for them``."""
     counts: dict[str, int] = {}
     for f in findings:
         counts[f["code"]] = counts.get(f["code"], 0) + 1

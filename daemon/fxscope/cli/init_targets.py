@@ -1,0 +1,103 @@
+"""``fxscope init``: pin how fxscope builds each model class, as factories a user can edit.
+
+Runs a check (from the cache when nothing changed), then writes, for every class fxscope built on
+its own from a recipe, a factory making the same call into ``fxscope_targets.py`` (in the first
+``python-path`` directory) and a ``[tool.fxscope.targets.NAME]`` table into ``pyproject.toml``;
+for every class it could not build, a template and a commented-out table to fill in. Entries that
+exist are never touched, so running it again writes nothing new.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable
+
+from fxscope.model.recipe import Recipe
+from fxscope.report.factories import (FactoryPlan, configured_targets, factories_text, plan_factory, target_name,
+                                      targets_text)
+
+__all__ = ["InitResult", "init_workspace", "plans_from_results"]
+
+
+@dataclass(frozen=True)
+class InitResult:
+    """What :func:`init_workspace` wrote (or would write, with ``dry_run``)."""
+
+    factories_file: Path
+    pyproject: Path
+    written: list[FactoryPlan]
+    templates: list[FactoryPlan]
+    factories_added: str
+    targets_added: str
+
+
+def plans_from_results(results: Iterable[Any]) -> list[FactoryPlan]:
+    """One plan per class result worth pinning: built from a recipe (not from its defaults), or
+    not built at all (FXS405) and not covered by another target. Two classes of one name in
+    different modules get their module's name in front of the target name."""
+    chosen: list[tuple[Any, Recipe | None]] = []
+    for r in sorted(results, key=lambda r: r.target.id):
+        t, body = r.target, r.body
+        if t.kind != "class" or not t.module or body.get("covered_by"):
+            continue
+        build = body.get("build")
+        recipe = Recipe.from_json(build) if isinstance(build, dict) else None
+        if recipe is not None and recipe.kind != "defaults" and body.get("status") != "skipped":
+            chosen.append((t, recipe))
+        elif body.get("status") == "skipped" and any(f.get("code") == "FXS405" for f in body.get("findings") or ()):
+            chosen.append((t, None))
+    names: dict[str, int] = {}
+    for t, _ in chosen:
+        names[target_name(t.qualname)] = names.get(target_name(t.qualname), 0) + 1
+    plans = []
+    for t, recipe in chosen:
+        name = target_name(t.qualname)
+        if names[name] > 1:
+            name = f"{target_name(t.module.rpartition('.')[2])}-{name}"
+        plans.append(plan_factory(t.qualname, t.module, recipe, t.required_args, name=name))
+    return plans
+
+
+def init_workspace(root: Path, config: Any, results: list[Any], *, module: str = "fxscope_targets",
+                   dry_run: bool = False) -> InitResult:
+    """Write (unless ``dry_run``) the factories and targets for ``results`` of the workspace at
+    ``root`` under ``config``."""
+    base = Path(config.python_path[0]) if config.python_path else root
+    factories_file = base / f"{module}.py"
+    pyproject = root / "pyproject.toml"
+    plans = plans_from_results(results)
+    configured = configured_targets(pyproject.read_text(encoding="utf-8")) if pyproject.exists() else set()
+    plans = [p for p in plans if p.name not in configured]
+    existing = factories_file.read_text(encoding="utf-8") if factories_file.exists() else ""
+    py_text = pyproject.read_text(encoding="utf-8") if pyproject.exists() else ""
+    added_functions = factories_text(existing, plans)
+    added_targets = targets_text(py_text, plans, module)
+    if not dry_run:
+        if added_functions:
+            factories_file.write_text(existing + added_functions, encoding="utf-8")
+        if added_targets:
+            pyproject.write_text(py_text + added_targets, encoding="utf-8")
+    return InitResult(factories_file, pyproject, [p for p in plans if not p.template],
+                      [p for p in plans if p.template], added_functions, added_targets)
+
+
+def print_summary(result: InitResult, root: Path, dry_run: bool) -> None:
+    """What was written, one line per file and one per template to fill in."""
+    out = sys.stdout
+    verb = "would write" if dry_run else "wrote"
+    rel_f = result.factories_file.relative_to(root) if result.factories_file.is_relative_to(root) else result.factories_file
+    if not result.factories_added and not result.targets_added:
+        out.write("fxscope init: nothing new to write (every class builds with its defaults or has a target)\n")
+        return
+    if result.written:
+        out.write(f"fxscope init: {verb} {len(result.written)} factories to {rel_f} and their targets to "
+                  f"pyproject.toml:\n")
+        for p in result.written:
+            out.write(f"  {p.name}: {p.code}  ({p.provenance})\n")
+    if result.templates:
+        out.write(f"fxscope init: {verb} {len(result.templates)} templates to fill in (their targets are "
+                  "commented out in pyproject.toml until you do):\n")
+        for p in result.templates:
+            out.write(f"  {p.name}: {p.function} in {rel_f}\n")

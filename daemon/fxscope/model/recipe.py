@@ -1,0 +1,302 @@
+"""Build recipes: how fxscope constructs a model class on its own (zero-config), as plain data.
+
+A recipe is a small expression tree that the worker evaluates without running any other code: it
+is made only of literals, containers, references to importable names (``pkg.model.Config``,
+``torch.nn.GELU``) and calls of such names. Discovery finds recipes in what the repository already
+says (constructor defaults, config annotations, call sites in tests, scripts, docstrings and README
+code blocks); the worker evaluates them (see ``fxscope.worker.construct``), keeps the smallest build
+that works, and the report names the one used (its provenance).
+
+Names are resolved before a recipe leaves discovery: a :class:`Ref` is an import name and an
+attribute path, never a name of the snippet it came from.
+
+>>> net = Ref("pkg.model", ("Net",))
+>>> recipe = Recipe(Call(net, kwargs=(("dim", Lit(64)), ("cfg", Call(Ref("pkg.model", ("Config",)))))),
+...                 "readme", "README.md", 42, "Net(dim=64, cfg=Config())")
+>>> Recipe.from_json(recipe.to_json()) == recipe
+True
+>>> recipe.origin, recipe.describe()
+('README.md:42', 'Net(dim=64, cfg=Config()) as in README.md:42')
+>>> recipe.cost()
+(0, 64)
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Union
+
+__all__ = ["Call", "Expr", "Lit", "Ref", "RefExpr", "Recipe", "RECIPE_KINDS", "Seq", "DictExpr",
+           "expr_from_json", "expr_to_json"]
+
+#: Where a recipe came from, in the order sources are preferred when costs tie.
+RECIPE_KINDS = ("defaults", "annotation", "config-class", "call-site", "docstring", "readme")
+
+#: Keyword names that count layers or blocks: a recipe is small when these are.
+_DEPTH_NAME = re.compile(r"(^|_)(n_?)?(num_)?(hidden_)?(layers?|blocks?|depths?|stages?|n_layer|levels?)$|^depth")
+
+
+@dataclass(frozen=True)
+class Ref:
+    """An importable name: ``module`` (an import name) and the attribute ``path`` inside it."""
+
+    module: str
+    path: tuple[str, ...]
+
+    @property
+    def dotted(self) -> str:
+        """``module.path`` as one dotted name."""
+        return ".".join((self.module, *self.path))
+
+    def to_json(self) -> list[Any]:
+        """``[module, [attr, ...]]``."""
+        return [self.module, list(self.path)]
+
+    @classmethod
+    def from_json(cls, data: Any) -> Ref:
+        """Read :meth:`to_json` output (raises ValueError on anything else)."""
+        if (not isinstance(data, list) or len(data) != 2 or not isinstance(data[0], str)
+                or not isinstance(data[1], list) or not data[1] or not all(isinstance(p, str) for p in data[1])):
+            raise ValueError(f"not a reference: {data!r}")
+        return cls(data[0], tuple(data[1]))
+
+
+@dataclass(frozen=True)
+class Lit:
+    """A literal: int, float, str, bool or None."""
+
+    value: int | float | str | bool | None
+
+
+@dataclass(frozen=True)
+class Seq:
+    """A tuple, list or set display of expressions (``kind`` says which)."""
+
+    kind: str
+    items: tuple[Expr, ...]
+
+
+@dataclass(frozen=True)
+class DictExpr:
+    """A dict display (string keys or literal keys)."""
+
+    items: tuple[tuple[Expr, Expr], ...]
+
+
+@dataclass(frozen=True)
+class RefExpr:
+    """A reference to a name used as a value (``act_layer=nn.GELU``, ``dtype=torch.float32``)."""
+
+    ref: Ref
+
+
+@dataclass(frozen=True)
+class Call:
+    """A call of an importable name with positional, keyword and ``**mapping`` arguments."""
+
+    func: Ref
+    args: tuple[Expr, ...] = ()
+    kwargs: tuple[tuple[str, Expr], ...] = ()
+    splats: tuple[Expr, ...] = ()
+
+
+Expr = Union[Lit, Seq, DictExpr, RefExpr, Call]
+
+
+def expr_to_json(expr: Expr) -> Any:
+    """The JSON form of an expression: ``{"lit": v}``, ``{"seq": kind, "items": [...]}``,
+    ``{"dict": [[k, v], ...]}``, ``{"ref": ref}``, ``{"call": ref, "args": [...], "kwargs": [[k, v],
+    ...], "splats": [...]}``."""
+    if isinstance(expr, Lit):
+        return {"lit": expr.value}
+    if isinstance(expr, Seq):
+        return {"seq": expr.kind, "items": [expr_to_json(i) for i in expr.items]}
+    if isinstance(expr, DictExpr):
+        return {"dict": [[expr_to_json(k), expr_to_json(v)] for k, v in expr.items]}
+    if isinstance(expr, RefExpr):
+        return {"ref": expr.ref.to_json()}
+    out: dict[str, Any] = {"call": expr.func.to_json()}
+    if expr.args:
+        out["args"] = [expr_to_json(a) for a in expr.args]
+    if expr.kwargs:
+        out["kwargs"] = [[k, expr_to_json(v)] for k, v in expr.kwargs]
+    if expr.splats:
+        out["splats"] = [expr_to_json(s) for s in expr.splats]
+    return out
+
+
+def expr_from_json(data: Any, depth: int = 0) -> Expr:
+    """Read :func:`expr_to_json` output; raises ValueError on anything malformed (a cache or job
+    that was tampered with is refused, never half-read)."""
+    if depth > 32 or not isinstance(data, dict):
+        raise ValueError("malformed recipe expression")
+    if "lit" in data:
+        value = data["lit"]
+        if value is not None and not isinstance(value, (int, float, str, bool)):
+            raise ValueError(f"not a literal: {value!r}")
+        return Lit(value)
+    if "seq" in data:
+        kind = data["seq"]
+        if kind not in ("tuple", "list", "set") or not isinstance(data.get("items"), list):
+            raise ValueError("malformed sequence")
+        return Seq(kind, tuple(expr_from_json(i, depth + 1) for i in data["items"]))
+    if "dict" in data:
+        items = data["dict"]
+        if not isinstance(items, list) or not all(isinstance(p, list) and len(p) == 2 for p in items):
+            raise ValueError("malformed dict")
+        return DictExpr(tuple((expr_from_json(k, depth + 1), expr_from_json(v, depth + 1)) for k, v in items))
+    if "ref" in data:
+        return RefExpr(Ref.from_json(data["ref"]))
+    if "call" in data:
+        kwargs = data.get("kwargs") or []
+        if not isinstance(kwargs, list) or not all(
+                isinstance(p, list) and len(p) == 2 and isinstance(p[0], str) for p in kwargs):
+            raise ValueError("malformed keyword arguments")
+        args, splats = data.get("args") or [], data.get("splats") or []
+        if not isinstance(args, list) or not isinstance(splats, list):
+            raise ValueError("malformed arguments")
+        return Call(Ref.from_json(data["call"]), tuple(expr_from_json(a, depth + 1) for a in args),
+                    tuple((k, expr_from_json(v, depth + 1)) for k, v in kwargs),
+                    tuple(expr_from_json(s, depth + 1) for s in splats))
+    raise ValueError("malformed recipe expression")
+
+
+def _numbers(expr: Expr, name: str = "") -> tuple[int, int]:
+    """(sum of layer-count literals, sum of every other int literal) inside ``expr``."""
+    if isinstance(expr, Lit):
+        if isinstance(expr.value, int) and not isinstance(expr.value, bool) and expr.value > 0:
+            return (expr.value, 0) if _DEPTH_NAME.search(name.lower()) else (0, expr.value)
+        return 0, 0
+    children: list[tuple[str, Expr]] = []
+    if isinstance(expr, Seq):
+        children = [(name, i) for i in expr.items]
+    elif isinstance(expr, DictExpr):
+        children = [(k.value if isinstance(k, Lit) and isinstance(k.value, str) else name, v)
+                    for k, v in expr.items]
+    elif isinstance(expr, Call):
+        children = [("", a) for a in expr.args] + list(expr.kwargs) + [("", s) for s in expr.splats]
+    depth = other = 0
+    for child_name, child in children:
+        d, o = _numbers(child, child_name)
+        depth, other = depth + d, other + o
+    return depth, other
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """One way to construct a target class: ``expr`` (a call), where it was found (``kind``,
+    ``file``, 1-based ``line``; ``file`` is root-relative) and the ``text`` it was written as."""
+
+    expr: Call
+    kind: str
+    file: str
+    line: int
+    text: str
+
+    @property
+    def origin(self) -> str:
+        """``file:line``."""
+        return f"{self.file}:{self.line}"
+
+    def provenance(self) -> str:
+        """Where the build came from, as a phrase: ``as in README.md:42``, ``from the annotation
+        at model.py:118``, ``from its config_class at model.py:9``, ``from its defaults``."""
+        if self.kind == "defaults":
+            return "from its defaults"
+        if self.kind == "annotation":
+            return f"from the annotation at {self.origin}"
+        if self.kind == "config-class":
+            return f"from its config_class at {self.origin}"
+        return f"as in {self.origin}"
+
+    def describe(self) -> str:
+        """``Net(dim=64) as in README.md:42``: what the report, hover and lens say."""
+        return f"{self.text} {self.provenance()}"
+
+    def cost(self) -> tuple[int, int]:
+        """A size estimate for ordering candidates (smaller first): the layer counts written in
+        the recipe, then its other integers."""
+        return _numbers(self.expr)
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-able dict; :meth:`from_json` inverts it."""
+        return {"expr": expr_to_json(self.expr), "kind": self.kind, "file": self.file, "line": self.line,
+                "text": self.text}
+
+    @classmethod
+    def from_json(cls, data: Any) -> Recipe:
+        """Read :meth:`to_json` output; raises ValueError when malformed."""
+        if not isinstance(data, dict):
+            raise ValueError("malformed recipe")
+        expr = expr_from_json(data.get("expr"))
+        kind, file, line, text = data.get("kind"), data.get("file"), data.get("line"), data.get("text")
+        if (not isinstance(expr, Call) or kind not in RECIPE_KINDS or not isinstance(file, str)
+                or not isinstance(line, int) or isinstance(line, bool) or line < 1 or not isinstance(text, str)):
+            raise ValueError("malformed recipe")
+        return cls(expr, kind, file, line, text)
+
+
+def render_python(expr: Expr, *, local_module: str | None = None) -> tuple[str, list[str]]:
+    """Python source for a resolved expression and the import lines it needs (names of
+    ``local_module`` are used as they are: the code goes into that module).
+
+    >>> code, imports = render_python(Call(Ref("pkg.model", ("Net",)), (Lit(4),),
+    ...     (("act", RefExpr(Ref("torch", ("nn", "GELU")))), ("cfg", Call(Ref("pkg.config", ("Config", "small")))))))
+    >>> code
+    'Net(4, act=torch.nn.GELU, cfg=Config.small())'
+    >>> imports
+    ['import torch', 'from pkg.config import Config', 'from pkg.model import Net']
+    """
+    imports: dict[str, str] = {}  # import line -> name it binds
+    bound: dict[str, str] = {}  # name -> the import line that binds it
+
+    def name_for(ref: Ref) -> str:
+        if ref.module == local_module:
+            return ".".join(ref.path)
+        if ref.module in ("builtins",):
+            return ".".join(ref.path)
+        if ref.module.isidentifier() and ref.module in ("torch", "functools", "types", "argparse", "collections", "math"):
+            line, head = f"import {ref.module}", ref.module
+            path = (ref.module, *ref.path)
+        else:
+            head = ref.path[0]
+            line = f"from {ref.module} import {head}"
+            path = ref.path
+        if bound.get(head, line) != line:  # two different names `Config`: alias the second
+            alias = f"{head}_{len(bound)}"
+            line = f"{line} as {alias}"
+            head, path = alias, (alias, *path[1:])
+        bound[head] = line
+        imports[line] = head
+        return ".".join(path)
+
+    def render(e: Expr) -> str:
+        if isinstance(e, Lit):
+            return repr(e.value)
+        if isinstance(e, Seq):
+            items = [render(i) for i in e.items]
+            if e.kind == "tuple":
+                return f"({items[0]},)" if len(items) == 1 else f"({', '.join(items)})"
+            if e.kind == "set":
+                return f"{{{', '.join(items)}}}" if items else "set()"
+            return f"[{', '.join(items)}]"
+        if isinstance(e, DictExpr):
+            return "{" + ", ".join(f"{render(k)}: {render(v)}" for k, v in e.items) + "}"
+        if isinstance(e, RefExpr):
+            return name_for(e.ref)
+        parts = [render(a) for a in e.args] + [f"{k}={render(v)}" for k, v in e.kwargs]
+        parts += [f"**{render(s)}" for s in e.splats]
+        return f"{name_for(e.func)}({', '.join(parts)})"
+
+    code = render(expr)
+    grouped: dict[str, list[str]] = {}
+    plain: list[str] = []
+    for line in imports:
+        if line.startswith("from ") and " as " not in line:
+            module, _, name = line[5:].partition(" import ")
+            grouped.setdefault(module, []).append(name)
+        else:
+            plain.append(line)
+    lines = sorted(plain) + [f"from {m} import {', '.join(sorted(n))}" for m, n in sorted(grouped.items())]
+    return code, lines

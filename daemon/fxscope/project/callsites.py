@@ -1,0 +1,500 @@
+"""Constructor call sites in a file's source, as recipes with unresolved names (AST only).
+
+A call site is a call of a class-like name (``Net(...)``, ``Config.from_name("7B")``) whose every
+argument is a literal, a container of literals, a reference to a name, a call of the same kind,
+or a name bound to one of those earlier in the same snippet (a function body, a module, a doctest
+or a README code block). Nothing here runs; names are resolved later by discovery, against the
+workspace's modules (see :mod:`fxscope.project.recipes`).
+
+Names are kept as :class:`~fxscope.model.recipe.Ref` values whose ``module`` says how to resolve
+them: ``""`` (a name of the file's own scope), an absolute import name (``torch.nn``: the snippet
+imported it), or a relative one (``.model``).
+
+>>> sites = python_call_sites('''
+... from pkg.model import Net, Config
+... def test_small():
+...     cfg = Config(dim=2 * 32, depth=2)
+...     model = Net(cfg, heads=4)
+... ''')
+>>> [(s.line, s.text) for s in sites]
+[(4, 'Config(dim=2 * 32, depth=2)'), (5, 'Net(cfg, heads=4)')]
+>>> sites[1].expr.args[0].kwargs
+(('dim', Lit(value=64)), ('depth', Lit(value=2)))
+>>> [s.text for s in markdown_call_sites("Use it:\\n```python\\nnet = ViT(image_size=256, dim=64)\\n```\\n")]
+['ViT(image_size=256, dim=64)']
+"""
+
+from __future__ import annotations
+
+import ast
+import operator
+import re
+import textwrap
+import warnings
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable
+
+from fxscope.model.recipe import Call, DictExpr, Expr, Lit, Ref, RefExpr, Seq, expr_from_json, expr_to_json
+
+__all__ = ["CallSite", "docstring_call_sites", "markdown_call_sites", "python_call_sites"]
+
+#: Bounds that keep summaries small on generated or data-heavy files.
+MAX_SITES_PER_FILE = 400
+MAX_NODES = 200
+MAX_TEXT = 160
+_MAX_NUMBER = 10**12
+
+#: Lower-case callables that construct values (containers, partial layers, namespaces).
+_CONSTRUCTOR_FUNCTIONS = frozenset({"dict", "list", "tuple", "set", "frozenset", "partial"})
+
+_BINOPS: dict[type, Callable[[Any, Any], Any]] = {
+    ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.FloorDiv: operator.floordiv,
+    ast.Div: operator.truediv, ast.Mod: operator.mod, ast.Pow: operator.pow,
+}
+
+
+@dataclass(frozen=True)
+class CallSite:
+    """A constructor call with only safe arguments: the unresolved call, its 1-based line, how it
+    was written (shortened) and where it was found (``call-site``, ``docstring`` or ``readme``)."""
+
+    expr: Call
+    line: int
+    text: str
+    kind: str
+
+    def to_json(self) -> list[Any]:
+        """``[expr, line, text, kind]``."""
+        return [expr_to_json(self.expr), self.line, self.text, self.kind]
+
+    @classmethod
+    def from_json(cls, data: Any) -> CallSite:
+        """Read :meth:`to_json` output (ValueError when malformed)."""
+        expr, line, text, kind = data
+        call = expr_from_json(expr)
+        if not isinstance(call, Call):
+            raise ValueError("a call site is a call")
+        return cls(call, int(line), str(text), str(kind))
+
+
+class _Unsafe(Exception):
+    """An expression outside the safe subset."""
+
+
+def _dotted_parts(node: ast.expr) -> list[str] | None:
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    parts.append(node.id)
+    return parts[::-1]
+
+
+def _class_like(parts: list[str]) -> bool:
+    """``Net``, ``models.Net``, ``Config.from_name``: a class, or a method of a class."""
+    return parts[-1][:1].isupper() or (len(parts) >= 2 and parts[-2][:1].isupper())
+
+
+class _Scope:
+    """Safe bindings of one snippet (a module, function body, doctest or code block), with the
+    module scope as parent for function bodies. A name bound to something unsafe maps to None."""
+
+    def __init__(self, parent: _Scope | None = None) -> None:
+        self.parent = parent
+        self.values: dict[str, Expr | None] = {}
+        self.imports: dict[str, Ref | str] = {}  # name -> Ref, or a module import name
+        #: argparse parsers (and their argument groups) -> (dest, default) of each argument
+        self.parsers: dict[str, list[tuple[str, Expr]]] = {}
+
+    def parser(self, name: str) -> list[tuple[str, Expr]] | None:
+        scope: _Scope | None = self
+        while scope is not None:
+            if name in scope.parsers:
+                return scope.parsers[name]
+            if name in scope.values or name in scope.imports:
+                return None
+            scope = scope.parent
+        return None
+
+    def lookup(self, name: str) -> tuple[bool, Expr | None, Ref | str | None]:
+        scope: _Scope | None = self
+        while scope is not None:
+            if name in scope.values:
+                return True, scope.values[name], None
+            if name in scope.imports:
+                return True, None, scope.imports[name]
+            scope = scope.parent
+        return False, None, None
+
+
+class _Converter:
+    """Turns AST expressions into recipe expressions under a scope, counting nodes."""
+
+    def __init__(self, scope: _Scope) -> None:
+        self.scope = scope
+        self.nodes = 0
+
+    def ref(self, parts: list[str]) -> Ref:
+        known, value, imported = self.scope.lookup(parts[0])
+        if known and imported is None:
+            raise _Unsafe(parts[0])  # a local value, not a name to import
+        if isinstance(imported, Ref):
+            return Ref(imported.module, (*imported.path, *parts[1:]))
+        if isinstance(imported, str):  # `import torch.nn as nn` -> nn.Linear
+            if len(parts) < 2:
+                raise _Unsafe(parts[0])
+            return Ref(imported, tuple(parts[1:]))
+        return Ref("", tuple(parts))
+
+    def expr(self, node: ast.expr) -> Expr:
+        self.nodes += 1
+        if self.nodes > MAX_NODES:
+            raise _Unsafe("too large")
+        if isinstance(node, ast.Constant):
+            value = node.value
+            if value is None or isinstance(value, (bool, int, float)) or (isinstance(value, str) and len(value) <= 200):
+                return Lit(value)
+            raise _Unsafe("constant")
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+            inner = self.expr(node.operand)
+            if isinstance(inner, Lit) and isinstance(inner.value, (int, float)) and not isinstance(inner.value, bool):
+                return Lit(-inner.value if isinstance(node.op, ast.USub) else inner.value)
+            raise _Unsafe("unary")
+        if isinstance(node, ast.BinOp) and type(node.op) in _BINOPS:
+            return self.arithmetic(node)
+        if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+            kind = {ast.Tuple: "tuple", ast.List: "list", ast.Set: "set"}[type(node)]
+            if any(isinstance(e, ast.Starred) for e in node.elts):
+                raise _Unsafe("starred")
+            return Seq(kind, tuple(self.expr(e) for e in node.elts))
+        if isinstance(node, ast.Dict):
+            if any(k is None for k in node.keys):
+                raise _Unsafe("dict splat")
+            return DictExpr(tuple((self.expr(k), self.expr(v)) for k, v in zip(node.keys, node.values)
+                                  if k is not None))
+        if isinstance(node, ast.Name):
+            known, value, imported = self.scope.lookup(node.id)
+            if known and imported is None:
+                if value is None:
+                    raise _Unsafe(node.id)
+                return value
+            return RefExpr(self.ref([node.id]))
+        if isinstance(node, ast.Attribute):
+            parts = _dotted_parts(node)
+            if parts is None:
+                raise _Unsafe("attribute")
+            return RefExpr(self.ref(parts))
+        if isinstance(node, ast.Call):
+            return self.call(node)
+        raise _Unsafe(type(node).__name__)
+
+    def arithmetic(self, node: ast.BinOp) -> Lit:
+        left, right = self.expr(node.left), self.expr(node.right)
+        if not (isinstance(left, Lit) and isinstance(right, Lit)):
+            raise _Unsafe("arithmetic")
+        a, b = left.value, right.value
+        numeric = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (a, b))
+        if not numeric or (isinstance(node.op, ast.Pow) and abs(b) > 64):  # type: ignore[arg-type]
+            raise _Unsafe("arithmetic")
+        try:
+            value = _BINOPS[type(node.op)](a, b)
+        except (ArithmeticError, ValueError):
+            raise _Unsafe("arithmetic") from None
+        if isinstance(value, complex) or abs(value) > _MAX_NUMBER:
+            raise _Unsafe("arithmetic")
+        return Lit(value)
+
+    def call(self, node: ast.Call) -> Call:
+        parts = _dotted_parts(node.func)
+        if parts is None or not (_class_like(parts) or parts[-1] in _CONSTRUCTOR_FUNCTIONS):
+            raise _Unsafe("callee")  # a function call: never a constructor fxscope would run
+        func = self.ref(parts)
+        if any(isinstance(a, ast.Starred) for a in node.args):
+            raise _Unsafe("*args")
+        args = tuple(self.expr(a) for a in node.args)
+        kwargs: list[tuple[str, Expr]] = []
+        splats: list[Expr] = []
+        for kw in node.keywords:
+            if kw.arg is None:
+                splats.append(self.expr(kw.value))
+            else:
+                kwargs.append((kw.arg, self.expr(kw.value)))
+        return Call(func, args, tuple(kwargs), tuple(splats))
+
+
+def _shorten(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= MAX_TEXT else text[: MAX_TEXT - 3] + "..."
+
+
+class _Extractor:
+    """Walks statements in order, keeping each snippet's safe bindings and recording call sites."""
+
+    def __init__(self, source: str, kind: str, line_offset: int = 0) -> None:
+        self.source = source
+        self.kind = kind
+        self.offset = line_offset
+        self.sites: list[CallSite] = []
+        self.seen: set[tuple[int, str]] = set()
+        self.docstrings: list[tuple[str, int]] = []
+
+    # -- statements ------------------------------------------------------------------------
+    def block(self, body: Iterable[ast.stmt], scope: _Scope) -> None:
+        for stmt in body:
+            if len(self.sites) >= MAX_SITES_PER_FILE:
+                return
+            self.statement(stmt, scope)
+
+    def statement(self, stmt: ast.stmt, scope: _Scope) -> None:
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            self.docstring(stmt)
+            inner = _Scope(scope)
+            for arg in [*stmt.args.posonlyargs, *stmt.args.args, *stmt.args.kwonlyargs,
+                        stmt.args.vararg, stmt.args.kwarg]:
+                if arg is not None:
+                    inner.values[arg.arg] = None
+            self.block(stmt.body, inner)
+            scope.values[stmt.name] = None
+            return
+        if isinstance(stmt, ast.ClassDef):
+            self.docstring(stmt)
+            self.block(stmt.body, _Scope(scope))
+            scope.values.pop(stmt.name, None)
+            scope.imports[stmt.name] = Ref("", (stmt.name,))  # resolved in the file's scope
+            return
+        if isinstance(stmt, ast.Import):
+            for alias in stmt.names:
+                if alias.asname:
+                    scope.imports[alias.asname] = alias.name
+                else:
+                    head = alias.name.split(".")[0]
+                    scope.imports[head] = head
+            return
+        if isinstance(stmt, ast.ImportFrom):
+            module = "." * stmt.level + (stmt.module or "")
+            for alias in stmt.names:
+                if alias.name != "*":
+                    scope.imports[alias.asname or alias.name] = Ref(module, (alias.name,))
+            return
+        self.calls_in(stmt, scope)
+        if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
+            self.add_argument(stmt.value, scope)
+        if isinstance(stmt, (ast.Assign, ast.AnnAssign)):
+            self.assign(stmt, scope)
+        elif isinstance(stmt, ast.AugAssign):
+            self.unbind(stmt.target, scope)
+        elif isinstance(stmt, (ast.For, ast.AsyncFor)):
+            self.unbind(stmt.target, scope)
+        elif isinstance(stmt, (ast.With, ast.AsyncWith)):
+            for item in stmt.items:
+                if item.optional_vars is not None:
+                    self.unbind(item.optional_vars, scope)
+        for field in ("body", "orelse", "finalbody"):
+            block = getattr(stmt, field, None)
+            if isinstance(block, list):
+                self.block(block, scope)
+        for handler in getattr(stmt, "handlers", None) or ():
+            self.block(handler.body, scope)
+        for case in getattr(stmt, "cases", None) or ():
+            self.block(case.body, scope)
+
+    def assign(self, stmt: ast.Assign | ast.AnnAssign, scope: _Scope) -> None:
+        targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+        value: Expr | None = None
+        parser: list[tuple[str, Expr]] | None = None
+        if stmt.value is not None:
+            parser = self.parser_made(stmt.value, scope)
+            value = self.parsed_args(stmt.value, scope)
+            if value is None and parser is None:
+                try:
+                    value = _Converter(scope).expr(stmt.value)
+                except (_Unsafe, RecursionError):
+                    value = None
+        for target in targets:
+            if isinstance(target, ast.Name):
+                scope.imports.pop(target.id, None)
+                scope.parsers.pop(target.id, None)
+                scope.values[target.id] = value
+                if parser is not None:
+                    del scope.values[target.id]
+                    scope.parsers[target.id] = parser
+            else:
+                self.unbind(target, scope)
+
+    # -- argparse: `args = parser.parse_args()` is a namespace of the arguments' defaults ---------
+    def parser_made(self, node: ast.expr, scope: _Scope) -> list[tuple[str, Expr]] | None:
+        """A new parser (``argparse.ArgumentParser(...)``) or a group of a known one."""
+        if not isinstance(node, ast.Call):
+            return None
+        parts = _dotted_parts(node.func) or []
+        if parts and parts[-1] == "ArgumentParser":
+            return []
+        if len(parts) == 2 and parts[1] in ("add_argument_group", "add_mutually_exclusive_group"):
+            return scope.parser(parts[0])
+        return None
+
+    def parsed_args(self, node: ast.expr, scope: _Scope) -> Expr | None:
+        """``parser.parse_args()`` / ``parser.parse_known_args()[0]`` of a known parser: an
+        ``argparse.Namespace`` of every argument's default."""
+        if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant) and node.slice.value == 0:
+            node = node.value
+        if not isinstance(node, ast.Call) or node.args:
+            return None
+        parts = _dotted_parts(node.func) or []
+        if len(parts) != 2 or parts[1] not in ("parse_args", "parse_known_args"):
+            return None
+        arguments = scope.parser(parts[0])
+        if not arguments:
+            return None
+        return Call(Ref("argparse", ("Namespace",)), kwargs=tuple(dict(arguments).items()))
+
+    def add_argument(self, call: ast.Call, scope: _Scope) -> None:
+        parts = _dotted_parts(call.func) or []
+        arguments = scope.parser(parts[0]) if len(parts) == 2 and parts[1] == "add_argument" else None
+        if arguments is None:
+            return
+        flags = [a.value for a in call.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+        keywords = {k.arg: k.value for k in call.keywords if k.arg}
+        dest_node = keywords.get("dest")
+        long = [f for f in flags if f.startswith("--")] or [f for f in flags if not f.startswith("-")] or flags
+        if isinstance(dest_node, ast.Constant) and isinstance(dest_node.value, str):
+            dest = dest_node.value
+        elif long:
+            dest = long[0].lstrip("-").replace("-", "_")
+        else:
+            return
+        if not dest.isidentifier():
+            return
+        action = keywords.get("action")
+        action_name = action.value if isinstance(action, ast.Constant) else None
+        default: Expr = Lit({"store_true": False, "store_false": True}.get(str(action_name)))
+        if "default" in keywords:
+            try:
+                default = _Converter(scope).expr(keywords["default"])
+            except (_Unsafe, RecursionError):
+                default = Lit(None)
+        arguments.append((dest, default))
+
+    def unbind(self, target: ast.AST, scope: _Scope) -> None:
+        for node in ast.walk(target):
+            if isinstance(node, ast.Name):
+                scope.imports.pop(node.id, None)
+                scope.values[node.id] = None
+
+    # -- calls -----------------------------------------------------------------------------
+    def calls_in(self, stmt: ast.stmt, scope: _Scope) -> None:
+        todo: list[ast.AST] = [stmt]
+        while todo:
+            node = todo.pop()
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+                continue
+            if isinstance(node, ast.Call):
+                self.record(node, scope)
+            for child in ast.iter_child_nodes(node):
+                if not isinstance(child, ast.stmt):  # nested statements are walked in order
+                    todo.append(child)
+
+    def record(self, node: ast.Call, scope: _Scope) -> None:
+        parts = _dotted_parts(node.func)
+        if parts is None or not _class_like(parts):
+            return
+        if not node.args and not node.keywords and parts[-1][:1].isupper():
+            return  # `Net()`: the defaults, which are tried anyway
+        try:
+            call = _Converter(scope).call(node)
+        except (_Unsafe, RecursionError):
+            return
+        text = _shorten(ast.get_source_segment(self.source, node) or ast.unparse(node))
+        line = node.lineno + self.offset
+        if (line, text) in self.seen:
+            return
+        self.seen.add((line, text))
+        self.sites.append(CallSite(call, line, text, self.kind))
+
+    def docstring(self, node: ast.AST) -> None:
+        body = getattr(node, "body", None)
+        if (body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)
+                and isinstance(body[0].value.value, str) and ">>>" in body[0].value.value):
+            self.docstrings.append((body[0].value.value, body[0].lineno))
+
+
+def _parse(source: str) -> ast.Module | None:
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+
+
+def _snippet_sites(source: str, kind: str, offset: int) -> list[CallSite]:
+    tree = _parse(source)
+    if tree is None:
+        return []
+    extractor = _Extractor(source, kind, offset)
+    try:
+        extractor.block(tree.body, _Scope())
+    except RecursionError:
+        pass
+    return extractor.sites
+
+
+def python_call_sites(source: str, tree: ast.Module | None = None) -> list[CallSite]:
+    """Call sites of a Python file: code (``call-site``) and doctest examples (``docstring``)."""
+    tree = tree if tree is not None else _parse(source)
+    if tree is None:
+        return []
+    extractor = _Extractor(source, "call-site")
+    extractor.docstring(tree)
+    try:
+        extractor.block(tree.body, _Scope())
+    except RecursionError:
+        pass
+    sites = extractor.sites
+    for text, line in extractor.docstrings:
+        if len(sites) >= MAX_SITES_PER_FILE:
+            break
+        sites += docstring_call_sites(text, line)
+    return sites[:MAX_SITES_PER_FILE]
+
+
+_PROMPT = re.compile(r"^\s*(>>>|\.\.\.)( |$)")
+
+
+def docstring_call_sites(text: str, first_line: int) -> list[CallSite]:
+    """Call sites of the ``>>>`` examples of a docstring starting at ``first_line``: the example
+    lines (prompts removed) form one snippet; other lines are blanked to keep line numbers."""
+    lines = [(_PROMPT.sub("", line, count=1) if _PROMPT.match(line) else "") for line in text.splitlines()]
+    return _snippet_sites("\n".join(lines), "docstring", first_line - 1)
+
+
+_FENCE = re.compile(r"^(\s*)(`{3,}|~{3,})\s*([\w+-]*)")
+
+
+def markdown_call_sites(text: str) -> list[CallSite]:
+    """Call sites of the Python code blocks of a Markdown file (fences tagged ``python``/``py``
+    or untagged; an untagged block that does not parse as Python is skipped). Each block is one
+    snippet; ``>>>`` prompts inside a block are removed."""
+    sites: list[CallSite] = []
+    lines = text.splitlines()
+    i = 0
+    while i < len(lines) and len(sites) < MAX_SITES_PER_FILE:
+        match = _FENCE.match(lines[i])
+        if match is None:
+            i += 1
+            continue
+        fence, language = match.group(2), match.group(3).lower()
+        start = i + 1
+        end = start
+        while end < len(lines) and not lines[end].strip().startswith(fence[0] * len(fence)):
+            end += 1
+        if language in ("python", "py", "python3", "pycon", "ipython", ""):
+            body = [(_PROMPT.sub("", line, count=1) if _PROMPT.match(line) else line)
+                    for line in lines[start:end]]
+            block = "\n".join(body)
+            if "(" in block:
+                sites += _snippet_sites(textwrap.dedent(block), "readme", start)
+        i = end + 1
+    return sites[:MAX_SITES_PER_FILE]
