@@ -40,9 +40,9 @@ def test_a_5mb_file_is_parsed_once_across_processes(tmp_path, monkeypatch):
     parsed: list[int] = []
     real = workspace_state.summary_of_bytes
 
-    def counting(data: bytes):
+    def counting(data: bytes, markdown: bool = False):
         parsed.append(len(data))
-        return real(data)
+        return real(data, markdown=markdown)
 
     monkeypatch.setattr(workspace_state, "summary_of_bytes", counting)
     config = load_config(root)

@@ -190,12 +190,8 @@ def test_control_characters_from_model_messages_are_escaped(tmp_path):
 
 
             class Loud(nn.Module):
-                def __init__(self):
-                    super().__init__()
-                    raise RuntimeError("{payload}")
-
                 def forward(self, x):
-                    return x
+                    raise RuntimeError("{payload}")
             """,
     })
     text = cli(root, fmt="text")

@@ -379,3 +379,12 @@ def test_init_pins_the_builds_and_check_uses_them(tmp_path: Path) -> None:
     # the automatic build of a class a factory now builds is the factory's to report
     assert run.targets["pkg/models.py::Branchy"]["status"] == "skipped"
     assert [f["code"] for f in run.findings("branchy")] == ["FXS101"]
+
+
+def test_graph_names_the_build(checked: tuple[Path, Any]) -> None:
+    root, _ = checked
+    proc = subprocess.run([sys.executable, "-m", "fxscope", "graph", "ViT"], cwd=root, env=cli_env(),
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    line, _ = locate(root, "README.md", "vit = ViT(image_size=256")
+    assert proc.stdout.splitlines()[0] == f"built as ViT(image_size=256, dim=32, depth=4) as in README.md:{line}"

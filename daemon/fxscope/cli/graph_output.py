@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from fxscope.graphview import GraphModuleError, graph_document, render_html
+from fxscope.model.recipe import Recipe
 from fxscope.project.discovery import Discovery, Target
 
 __all__ = ["resolve_target", "render_graphs", "GraphTargetError"]
@@ -122,17 +123,32 @@ def render_graphs(report: dict[str, Any], target_id: str, module: str | None, fm
     """The graphs of ``target_id`` (optionally only ``module``) as text, dot, json or html
     (html reads source snippets from files under ``root``)."""
     doc = _document(report, target_id, module)
+    build = _build(report, target_id)
     if fmt == "json":
         out: dict[str, Any] = {"target": target_id, "graphs": doc["graphs"]}
+        if build is not None:
+            out["build"] = build.to_json()
         if module is not None:
             out.update(module=module, findings=doc["findings"])
         return json.dumps(out, indent=2) + "\n"
     if fmt == "dot":
         return _dot(target_id, doc["graphs"])
+    built = f"built as {build.describe()}" if build is not None else None
     if fmt == "html":
         title = target_id + (f" \u203a {module}" if module else "")
-        return render_html([doc], title=title, root=root, subtitle=f"status: {doc['status']}")
-    return _text(doc)
+        subtitle = f"status: {doc['status']}" + (f" \u00b7 {built}" if built else "")
+        return render_html([doc], title=title, root=root, subtitle=subtitle)
+    return (f"{built}\n" if built else "") + _text(doc)
+
+
+def _build(report: dict[str, Any], target_id: str) -> Recipe | None:
+    """How fxscope built the target on its own, when it did (not from the defaults)."""
+    entry = next((t for t in report.get("targets") or () if t.get("id") == target_id), None)
+    try:
+        recipe = Recipe.from_json(entry.get("build")) if entry and entry.get("build") else None
+    except ValueError:
+        return None
+    return recipe if recipe is not None and recipe.kind != "defaults" else None
 
 
 def write_html_report(report: dict[str, Any], directory: Path, root: Path, *, keep_graphs: bool) -> dict[str, Any]:

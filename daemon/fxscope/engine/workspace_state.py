@@ -61,7 +61,7 @@ class WorkspaceState:
         """The workspace's targets, as :func:`~fxscope.project.discovery.discover` finds them
         from the files on disk, reusing whatever did not change since the last call (in any
         process)."""
-        rels = workspace_rels(self.config)
+        rels = workspace_rels(self.config, examples=True)
         signature: list[Any] = []
         racy = False
         now = time.time_ns()

@@ -15,6 +15,7 @@ alone, and the static import graph that says which targets an edit can affect. N
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from collections import deque
@@ -26,7 +27,7 @@ from fxscope.model.recipe import Recipe
 
 from ._summary import Summary, is_markdown, summary_of_file, summary_of_text
 from .config import Config
-from .files import dotted_module_name, is_included, relpath, workspace_files
+from .files import dotted_module_name, is_example, is_included, relpath, workspace_files
 from .recipes import RecipeIndex
 
 __all__ = ["INHERITED", "Discovery", "FileError", "Target", "discover"]
@@ -92,11 +93,15 @@ class Target:
             out["recipes"] = [r.to_json() for r in self.recipes]
         return out
 
+    @functools.cached_property
+    def _build_key(self) -> str:
+        data = [self.needs_args, [r.to_json() for r in self.recipes]]
+        return hashlib.blake2b(json.dumps(data, sort_keys=True).encode(), digest_size=12).hexdigest()
+
     def build_key(self) -> str:
         """A digest of how the worker may build this target (whether it needs arguments, and its
         recipes): a cached result built under another key is stale."""
-        data = [self.needs_args, [r.to_json() for r in self.recipes]]
-        return hashlib.blake2b(json.dumps(data, sort_keys=True).encode(), digest_size=12).hexdigest()
+        return self._build_key
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Target:
@@ -392,14 +397,15 @@ def discover(
 ) -> Discovery:
     """Targets, parse errors and the import graph of the workspace, from source alone.
 
-    ``files`` defaults to :func:`~fxscope.project.files.workspace_files`; ``overlays`` maps paths
+    ``files`` defaults to :func:`~fxscope.project.files.workspace_files` with the Markdown files
+    (their code blocks are examples of how to build the classes); ``overlays`` maps paths
     to unsaved editor contents used instead of the disk (an included path that does not exist on
     disk yet is added). Only files whose content changed since the last call are parsed again.
     ``summary_source(rel, path)`` supplies the summary of a file on disk (e.g. from a persistent
     store keyed by content); by default the in-process cache of :mod:`._summary` does.
     """
     overlay_by_rel = {relpath(config, p): text for p, text in (overlays or {}).items()}
-    paths = workspace_files(config) if files is None else list(files)
+    paths = workspace_files(config, examples=True) if files is None else list(files)
     rels: dict[str, Path] = {}
     for path in paths:
         path = Path(path) if Path(path).is_absolute() else config.root / path
@@ -407,7 +413,7 @@ def discover(
         if not rel.startswith("/") and not rel.startswith("../"):
             rels.setdefault(rel, path)
     for rel in overlay_by_rel:
-        if rel not in rels and is_included(config, rel):
+        if rel not in rels and (is_included(config, rel) or is_example(config, rel)):
             rels[rel] = config.root / rel
 
     summaries: dict[str, Summary] = {}

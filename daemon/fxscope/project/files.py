@@ -3,9 +3,9 @@
 Patterns follow gitignore conventions: a pattern without ``/`` matches a file or directory name at
 any depth (``.venv``, ``*.egg-info``, ``*.py``); a pattern with ``/`` is anchored at the root and
 ``**`` spans any number of directories (``tests/**/fixtures``, ``**/*.py``). The workspace's files
-are its included ``.py`` files and, read only for the examples in their code blocks, its Markdown
-files (``README.md``, ``docs/**/*.md``) that are not excluded. Excluded directories are pruned
-during the walk, so a large ``.venv`` costs nothing.
+are its included ``.py`` files; its Markdown files that are not excluded (``README.md``,
+``docs/**/*.md``) are listed too when asked for, read only for the examples in their code blocks.
+Excluded directories are pruned during the walk, so a large ``.venv`` costs nothing.
 
 >>> from fxscope.project.config import Config
 >>> config = Config(root=Path("/ws"), python_path=(Path("/ws"), Path("/ws/src")))
@@ -24,7 +24,7 @@ from pathlib import Path
 
 from .config import Config
 
-__all__ = ["RACY_NS", "is_included", "is_racy", "module_name_for", "relpath", "workspace_files", "workspace_rels"]
+__all__ = ["RACY_NS", "is_example", "is_included", "is_racy", "module_name_for", "relpath", "workspace_files", "workspace_rels"]
 
 #: A file modified this recently may change again within the same timestamp tick without its
 #: (mtime, size, inode) changing, so a cache keyed by that signature must not trust it yet
@@ -121,9 +121,9 @@ def _dir_excluded(config: Config, rel_dir: str) -> bool:
 MAX_MARKDOWN_BYTES = 1 << 20
 
 
-def _file_wanted(config: Config, rel: str) -> bool:
+def _file_wanted(config: Config, rel: str, examples: bool = False) -> bool:
     if rel.endswith(".md"):
-        return not _matches(config.exclude, rel)
+        return examples and not _matches(config.exclude, rel)
     return (
         rel.endswith(".py")
         and not _matches(config.exclude, rel)
@@ -131,15 +131,16 @@ def _file_wanted(config: Config, rel: str) -> bool:
     )
 
 
-def workspace_files(config: Config) -> list[Path]:
-    """Every workspace file (included ``.py``, Markdown) under ``config.root``, sorted, absolute."""
+def workspace_files(config: Config, *, examples: bool = False) -> list[Path]:
+    """Every included ``.py`` file under ``config.root`` (and, with ``examples``, every Markdown
+    file not excluded), sorted, absolute."""
     root = str(config.root)
-    return [Path(root, rel) for rel in workspace_rels(config)]
+    return [Path(root, rel) for rel in workspace_rels(config, examples=examples)]
 
 
-def workspace_rels(config: Config) -> list[str]:
-    """Every workspace file (included ``.py``, Markdown) under ``config.root`` as a sorted
-    root-relative posix path."""
+def workspace_rels(config: Config, *, examples: bool = False) -> list[str]:
+    """Every included ``.py`` file under ``config.root`` (and, with ``examples``, every Markdown
+    file not excluded) as a sorted root-relative posix path."""
     root = str(config.root)
     real_root = os.path.realpath(root)
     found: list[str] = []
@@ -161,7 +162,7 @@ def workspace_rels(config: Config) -> list[str]:
             if is_dir:
                 if not _dir_excluded(config, rel):
                     todo.append(rel + "/")
-            elif entry.name.endswith((".py", ".md")) and _file_wanted(config, rel):
+            elif entry.name.endswith((".py", ".md")) and _file_wanted(config, rel, examples):
                 if entry.is_symlink() and not _inside(real_root, entry.path):
                     continue  # a link out of the workspace: never imported nor traced
                 found.append(rel)
@@ -213,6 +214,17 @@ def is_included(config: Config, path: Path | str) -> bool:
         if _dir_excluded(config, "/".join(parts[:index])):
             return False
     return _file_wanted(config, rel)
+
+
+def is_example(config: Config, path: Path | str) -> bool:
+    """Whether ``path`` is a workspace Markdown file read for the examples of its code blocks."""
+    rel = relpath(config, path)
+    if not rel.endswith(".md") or rel.startswith("/") or rel.startswith("../"):
+        return False
+    parts = rel.split("/")
+    if any(_dir_excluded(config, "/".join(parts[:i])) for i in range(1, len(parts))):
+        return False
+    return _file_wanted(config, rel, examples=True)
 
 
 def module_name_for(config: Config, path: Path | str) -> str | None:

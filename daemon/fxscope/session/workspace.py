@@ -41,7 +41,7 @@ from fxscope.graphview.document import GraphDocument, build_document
 from fxscope.model import ClassSummary, Finding, GraphView, NodeInfo, Snapshot
 from fxscope.project.config import Config, ConfigError, load_config
 from fxscope.project.discovery import Discovery, Target, discover
-from fxscope.project.files import is_included, relpath, workspace_files
+from fxscope.project.files import is_example, is_included, relpath, workspace_files
 from fxscope.report.build import build_report, file_error_finding, merge_findings, target_findings
 from fxscope.report.filters import is_suppressed
 from fxscope.report.locations import SourceCache, primary_location
@@ -311,14 +311,15 @@ class Workspace:
                 if ab == self.root / "pyproject.toml":
                     self.reload_config()
                     continue
-                if ab.suffix != ".py":
+                if ab.suffix not in (".py", ".md"):
                     continue
                 rel = self._rel(ab)
                 if rel.startswith(("/", "../")):
                     continue
                 self._engine.hasher.invalidate(rel)
                 if self._files is not None:
-                    if ab.is_file() and is_included(self._engine.config, rel):
+                    config = self._engine.config
+                    if ab.is_file() and (is_included(config, rel) or is_example(config, rel)):
                         self._files.add(rel)
                     else:
                         self._files.discard(rel)
@@ -393,7 +394,7 @@ class Workspace:
     def _discover(self, snapshot: Snapshot) -> Discovery:
         config = self._engine.config
         if self._files is None:
-            self._files = {relpath(config, p) for p in workspace_files(config)}
+            self._files = {relpath(config, p) for p in workspace_files(config, examples=True)}
         files = [self.root / rel for rel in sorted(self._files)]
         overlays = {Path(k): v for k, v in snapshot.texts.items()}
         return discover(config, files=files, overlays=overlays or None)
@@ -417,8 +418,10 @@ class Workspace:
             known = {t.id for t in discovery.targets}
             if everything:
                 wanted |= known
-            if old is not None:  # new targets (a class added), and targets whose job was killed
-                wanted |= known - {t.id for t in old.targets}
+            if old is not None:  # new targets (a class added), new ways to build one (a README
+                # example), and targets whose job was killed
+                before = {t.id: t.build_key() for t in old.targets}
+                wanted |= {t.id for t in discovery.targets if before.get(t.id) != t.build_key()}
             wanted |= {tid for tid, g in self._requested.items()
                        if tid in known and tid not in self._running and g > self._stored_gen(tid)}
             self._forget(set(self._results) - known)

@@ -66,6 +66,9 @@ class AutomaticBuild:
     built: Any
     recipe: Recipe | None
     attempts: list[Attempt] = field(default_factory=list)
+    #: The first candidate that ran out of memory: not a question of arguments but a model too
+    #: large for the limits, reported as an error when nothing else builds.
+    exhausted: BaseException | None = None
 
 
 class _Evaluator:
@@ -169,6 +172,13 @@ def evaluate(expr: Expr, is_user_file: Callable[[str], bool]) -> Any:
     return _Evaluator(is_user_file).value(expr)
 
 
+def _out_of_memory(error: BaseException) -> bool:
+    """An allocation that failed (Python's MemoryError, torch's allocator under the memory limit)."""
+    text = str(error).lower()
+    return isinstance(error, MemoryError) or (
+        isinstance(error, RuntimeError) and ("can't allocate memory" in text or "out of memory" in text))
+
+
 def _size(model: Any) -> tuple[int, int]:
     modules = sum(1 for _ in model.modules())
     params = sum(p.numel() for p in model.parameters())
@@ -196,6 +206,8 @@ def build_automatically(cls: Any, recipes: tuple[Recipe, ...], defaults: Recipe 
         except Exception as e:  # noqa: BLE001 - a candidate that raises is not an error
             cause = e.__cause__ or e
             outcome.attempts.append(Attempt(recipe, f"{type(cause).__name__}: {cause}"))
+            if outcome.exhausted is None and _out_of_memory(cause):
+                outcome.exhausted = cause
             continue
         model = getattr(built, "model", built)
         if isinstance(cls, type) and not isinstance(model, cls):

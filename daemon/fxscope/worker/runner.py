@@ -306,6 +306,11 @@ def run_trace_job(raw_job: Mapping[str, Any]) -> dict[str, Any]:
 
     if target.kind == "class":  # built on its own: from its defaults or the workspace's recipes
         automatic = _build_class(factory, target, build, is_user_file)
+        if automatic.built is None and automatic.exhausted is not None:  # too large, not unknown arguments
+            cause = automatic.exhausted
+            message = f"the constructor raised {type(cause).__name__}: {cause}"
+            return finish({"status": "error", "modules": [], "nodes": 0,
+                           "findings": [_error_finding("FXS401", message, cause, is_user_file, fallback)]}, cause)
         if automatic.built is None:
             return finish({"status": "skipped", "modules": [], "nodes": 0,
                            "findings": [_needs_arguments(target, automatic, fallback)]})
