@@ -310,15 +310,18 @@ def import_class(repo_dir: Path, target: dict[str, Any]) -> Any:
 
 def rebuild(repo_dir: Path, target: dict[str, Any]) -> tuple[Any, dict[str, Any] | None]:
     """Build ``target`` (one entry of the JSON report's ``targets``) as fxscope built it: returns
-    (module, concrete_args). Today an automatic class target is ``Cls()`` built with fxscope's
-    ``build_model`` (the meta device, CPU when meta fails); a target whose report records how it was
-    built (``build``) must be rebuilt from that record, which this function does not read yet."""
+    (module, concrete_args). A class target records how fxscope built it (``build``: its defaults,
+    a config annotation, a call site, ...); it is rebuilt from that record with fxscope's recipe
+    evaluator (the same constructors, nothing else), on the meta device (CPU when meta fails)."""
     from fxscope.trace.build import build_model
 
     if target["kind"] != "class":
         raise NotImplementedError(f"rebuilding a {target['kind']} target is not supported")
-    if target.get("build") is not None:
-        raise NotImplementedError(f"rebuilding from a recorded build is not supported: {target['build']!r}")
+    build = target.get("build")
+    if build is not None and build.get("kind") != "defaults":
+        from fxscope.worker.construct import rebuild as rebuild_recipe
+
+        return rebuild_recipe(build, str(repo_dir.resolve())), None
     cls = import_class(repo_dir, target)
     built = build_model(cls, device="meta")
     return built.model, built.concrete_args

@@ -122,18 +122,18 @@ WORKSPACE = {
 
 
         class Inner(nn.Module):
-            def __init__(self, dim):
+            def __init__(self, sauce):
                 super().__init__()
-                self.proj = nn.Linear(dim, dim)
+                self.proj = nn.Linear(sauce, sauce)
 
             def forward(self, x):
                 return self.proj(x)
 
 
         class Outer(nn.Module):
-            def __init__(self, dim=4):
+            def __init__(self):
                 super().__init__()
-                self.inner = Inner(dim)
+                self.inner = Inner(len("four"))  # not a literal: no recipe for Inner
 
             def forward(self, x):
                 return self.inner(x)
@@ -235,7 +235,7 @@ def test_recipes_from_each_source(discovered: dict[str, Any]) -> None:
     assert ("call-site", "Configured(cfg)") in _texts(discovered["Configured"])  # a config built just before
     assert ("call-site", "Decoder(dim=8, depth=2)") in _texts(discovered["Decoder"])  # nested in another call
     assert ("call-site", "Wrapper(num_tokens=32, layers=Decoder(dim=8, depth=2))") in _texts(discovered["Wrapper"])
-    assert [r.kind for r in discovered["ViT"].recipes] == ["readme", "readme"]
+    assert [r.kind for r in discovered["ViT"].recipes][:2] == ["readme", "readme"]  # what is written out first
     assert ("call-site", "FromScript(dim=8)") in _texts(discovered["FromScript"])
     assert ("docstring", "Documented(width=8)") in _texts(discovered["Documented"])
     assert [r.kind for r in discovered["TinyModel"].recipes] == ["config-class"]
@@ -388,3 +388,16 @@ def test_graph_names_the_build(checked: tuple[Path, Any]) -> None:
     assert proc.returncode == 0, proc.stderr
     line, _ = locate(root, "README.md", "vit = ViT(image_size=256")
     assert proc.stdout.splitlines()[0] == f"built as ViT(image_size=256, dim=32, depth=4) as in README.md:{line}"
+
+
+def test_guesses_come_last_from_the_workspace_vocabulary_then_placeholders(discovered: dict[str, Any]) -> None:
+    """A class no snippet builds: first with the values the workspace passes for its parameters'
+    names elsewhere, then with small placeholders its parameter names call for."""
+    kinds = [r.kind for r in discovered["ViT"].recipes]
+    assert kinds[-2:] == ["vocabulary", "placeholder"]
+    passed = {"image_size": {250, 256}, "dim": {6, 8, 16, 32}, "depth": {2, 4}}  # what the workspace passes
+    for recipe in (r for r in discovered["ViT"].recipes if r.kind == "vocabulary"):
+        assert all(v.value in passed[k] for k, v in recipe.expr.kwargs), recipe.text
+    placeholder = next(r for r in discovered["ViT"].recipes if r.kind == "placeholder")
+    assert dict((k, v.value) for k, v in placeholder.expr.kwargs) == {"image_size": 32, "dim": 16, "depth": 2}
+    assert discovered["Inner"].recipes == ()  # `sauce` says nothing: no guess

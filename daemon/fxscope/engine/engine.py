@@ -132,6 +132,9 @@ class Engine:
         })
         self._pool: Any = None
         self._lock = threading.Lock()
+        #: Installed libraries the workspace imports, imported once by the pool's zygote (set from
+        #: the first discovery a run gets, before the pool starts).
+        self._libraries: tuple[str, ...] = ()
 
     # ------------------------------------------------------------------ lifecycle
     def __enter__(self) -> "Engine":
@@ -170,8 +173,10 @@ class Engine:
                 log = self.cache_directory / "worker.log"
                 # python-path is on the zygote's sys.path before preload runs (a workspace package
                 # is never shadowed by an installed copy); root: it lists the files preload imported
+                libraries = [name for name in self._libraries if name not in self.config.preload]
                 self._pool = WorkerPool(preload=self.config.preload, max_workers=self.workers, log_path=log,
-                                        sys_path=[str(p) for p in self.config.python_path], root=self.root)
+                                        sys_path=[str(p) for p in self.config.python_path], root=self.root,
+                                        libraries=libraries)
             return self._pool
 
     @property
@@ -286,6 +291,8 @@ class Engine:
         the FX graphs out of cached results (they are most of a real model's result)."""
         view = self._overlays(overlays)
         digests = view.digests
+        if discovery is not None and self._pool is None:
+            self._libraries = discovery.libraries
         abs_overlays = view.texts
 
         def current(rel: str) -> str:

@@ -27,11 +27,12 @@ import re
 from dataclasses import dataclass
 from typing import Any, Union
 
-__all__ = ["Call", "Expr", "Lit", "Ref", "RefExpr", "Recipe", "RECIPE_KINDS", "Seq", "DictExpr",
+__all__ = ["Call", "Expr", "Lit", "Ref", "RefExpr", "Recipe", "RECIPE_KINDS", "Seq", "Setattrs", "DictExpr",
            "expr_from_json", "expr_to_json"]
 
 #: Where a recipe came from, in the order sources are preferred when costs tie.
-RECIPE_KINDS = ("defaults", "annotation", "config-class", "call-site", "docstring", "readme")
+RECIPE_KINDS = ("defaults", "annotation", "config-class", "call-site", "docstring", "readme", "vocabulary",
+                "placeholder")
 
 #: Keyword names that count layers or blocks: a recipe is small when these are.
 _DEPTH_NAME = re.compile(r"(^|_)(n_?)?(num_)?(hidden_)?(layers?|blocks?|depths?|stages?|n_layer|levels?)$|^depth")
@@ -101,7 +102,16 @@ class Call:
     splats: tuple[Expr, ...] = ()
 
 
-Expr = Union[Lit, Seq, DictExpr, RefExpr, Call]
+@dataclass(frozen=True)
+class Setattrs:
+    """An object with attributes set after it was made: ``config = Config.default();
+    config.n_layer = 2`` is ``Setattrs(Call(Config.default), (("n_layer", Lit(2)),))``."""
+
+    base: Expr
+    attrs: tuple[tuple[str, Expr], ...]
+
+
+Expr = Union[Lit, Seq, DictExpr, RefExpr, Call, Setattrs]
 
 
 def expr_to_json(expr: Expr) -> Any:
@@ -116,6 +126,8 @@ def expr_to_json(expr: Expr) -> Any:
         return {"dict": [[expr_to_json(k), expr_to_json(v)] for k, v in expr.items]}
     if isinstance(expr, RefExpr):
         return {"ref": expr.ref.to_json()}
+    if isinstance(expr, Setattrs):
+        return {"setattrs": expr_to_json(expr.base), "attrs": [[k, expr_to_json(v)] for k, v in expr.attrs]}
     out: dict[str, Any] = {"call": expr.func.to_json()}
     if expr.args:
         out["args"] = [expr_to_json(a) for a in expr.args]
@@ -148,6 +160,13 @@ def expr_from_json(data: Any, depth: int = 0) -> Expr:
         return DictExpr(tuple((expr_from_json(k, depth + 1), expr_from_json(v, depth + 1)) for k, v in items))
     if "ref" in data:
         return RefExpr(Ref.from_json(data["ref"]))
+    if "setattrs" in data:
+        attrs = data.get("attrs")
+        if not isinstance(attrs, list) or not all(
+                isinstance(p, list) and len(p) == 2 and isinstance(p[0], str) and p[0].isidentifier() for p in attrs):
+            raise ValueError("malformed attributes")
+        return Setattrs(expr_from_json(data["setattrs"], depth + 1),
+                        tuple((k, expr_from_json(v, depth + 1)) for k, v in attrs))
     if "call" in data:
         kwargs = data.get("kwargs") or []
         if not isinstance(kwargs, list) or not all(
@@ -176,6 +195,8 @@ def _numbers(expr: Expr, name: str = "") -> tuple[int, int]:
                     for k, v in expr.items]
     elif isinstance(expr, Call):
         children = [("", a) for a in expr.args] + list(expr.kwargs) + [("", s) for s in expr.splats]
+    elif isinstance(expr, Setattrs):
+        children = [("", expr.base), *expr.attrs]
     depth = other = 0
     for child_name, child in children:
         d, o = _numbers(child, child_name)
@@ -208,6 +229,10 @@ class Recipe:
             return f"from the annotation at {self.origin}"
         if self.kind == "config-class":
             return f"from its config_class at {self.origin}"
+        if self.kind == "vocabulary":
+            return f"with values the workspace uses ({self.origin})"
+        if self.kind == "placeholder":
+            return f"with small placeholder values for its parameters ({self.origin})"
         return f"as in {self.origin}"
 
     def describe(self) -> str:
@@ -237,26 +262,28 @@ class Recipe:
         return cls(expr, kind, file, line, text)
 
 
-def render_python(expr: Expr, *, local_module: str | None = None) -> tuple[str, list[str]]:
-    """Python source for a resolved expression and the import lines it needs (names of
+def render_python(expr: Expr, *, local_module: str | None = None) -> tuple[str, list[str], list[str]]:
+    """Python source for a resolved expression: the statements to run first (an object whose
+    attributes are set after it is made), the expression, and the import lines it needs (names of
     ``local_module`` are used as they are: the code goes into that module).
 
-    >>> code, imports = render_python(Call(Ref("pkg.model", ("Net",)), (Lit(4),),
-    ...     (("act", RefExpr(Ref("torch", ("nn", "GELU")))), ("cfg", Call(Ref("pkg.config", ("Config", "small")))))))
-    >>> code
-    'Net(4, act=torch.nn.GELU, cfg=Config.small())'
+    >>> prelude, code, imports = render_python(Call(Ref("pkg.model", ("Net",)), (Lit(4),),
+    ...     (("act", RefExpr(Ref("torch", ("nn", "GELU")))), ("cfg", Setattrs(Call(Ref("pkg.config", ("Config",))),
+    ...                                                               (("depth", Lit(2)),))))))
+    >>> prelude, code
+    (['config = Config()', 'config.depth = 2'], 'Net(4, act=torch.nn.GELU, cfg=config)')
     >>> imports
     ['import torch', 'from pkg.config import Config', 'from pkg.model import Net']
     """
     imports: dict[str, str] = {}  # import line -> name it binds
     bound: dict[str, str] = {}  # name -> the import line that binds it
+    prelude: list[str] = []
+    variables: set[str] = set()
 
     def name_for(ref: Ref) -> str:
-        if ref.module == local_module:
+        if ref.module == local_module or ref.module == "builtins":
             return ".".join(ref.path)
-        if ref.module in ("builtins",):
-            return ".".join(ref.path)
-        if ref.module.isidentifier() and ref.module in ("torch", "functools", "types", "argparse", "collections", "math"):
+        if ref.module in ("torch", "functools", "types", "argparse", "collections", "math"):
             line, head = f"import {ref.module}", ref.module
             path = (ref.module, *ref.path)
         else:
@@ -270,6 +297,15 @@ def render_python(expr: Expr, *, local_module: str | None = None) -> tuple[str, 
         bound[head] = line
         imports[line] = head
         return ".".join(path)
+
+    def variable(hint: str) -> str:
+        base = re.sub(r"(?<!^)(?=[A-Z])", "_", hint).lower().strip("_") or "value"
+        name, n = base, 1
+        while name in variables or name in bound:
+            n += 1
+            name = f"{base}_{n}"
+        variables.add(name)
+        return name
 
     def render(e: Expr) -> str:
         if isinstance(e, Lit):
@@ -285,6 +321,13 @@ def render_python(expr: Expr, *, local_module: str | None = None) -> tuple[str, 
             return "{" + ", ".join(f"{render(k)}: {render(v)}" for k, v in e.items) + "}"
         if isinstance(e, RefExpr):
             return name_for(e.ref)
+        if isinstance(e, Setattrs):
+            base = render(e.base)
+            made = e.base.func.path[0] if isinstance(e.base, Call) else "value"
+            name = variable("config" if made.endswith(("Config", "Args")) or made[:1].isupper() else made)
+            prelude.append(f"{name} = {base}")
+            prelude.extend(f"{name}.{k} = {render(v)}" for k, v in e.attrs)
+            return name
         parts = [render(a) for a in e.args] + [f"{k}={render(v)}" for k, v in e.kwargs]
         parts += [f"**{render(s)}" for s in e.splats]
         return f"{name_for(e.func)}({', '.join(parts)})"
@@ -299,4 +342,4 @@ def render_python(expr: Expr, *, local_module: str | None = None) -> tuple[str, 
         else:
             plain.append(line)
     lines = sorted(plain) + [f"from {m} import {', '.join(sorted(n))}" for m, n in sorted(grouped.items())]
-    return code, lines
+    return prelude, code, lines

@@ -16,14 +16,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Union
 
-from .callsites import CallSite, markdown_call_sites, python_call_sites
+from .callsites import CallSite, markdown_examples, python_examples
 from .files import is_racy
 
 __all__ = ["SUMMARY_FORMAT", "ClassInfo", "Summary", "cache_stats", "clear_cache", "is_markdown",
            "summary_of_bytes", "summary_of_file", "summary_of_text"]
 
 #: Version of :meth:`Summary.to_json`; persisted summaries of another version are not used.
-SUMMARY_FORMAT = 3
+SUMMARY_FORMAT = 6
+
+#: Markdown files longer than this are not read for examples.
+MAX_MARKDOWN_CHARS = 1 << 20
 
 #: How a module-level name is bound. ("class", name) | ("def", name, line) | ("module", "a.b")
 #: | ("from", level, "a.b", name) | ("alias", "a.b.C") | ("other",)
@@ -50,6 +53,10 @@ class ClassInfo:
     init_required: tuple[str, ...] | None
     annotations: dict[str, str] = field(default_factory=dict)
     config_class: str | None = None
+    #: Literal defaults of the ``__init__`` parameters and fields that have one (int, float, str, bool).
+    defaults: dict[str, int | float | str | bool] = field(default_factory=dict)
+    #: ``init_required`` are the class's own fields (a dataclass): a dataclass base's come first.
+    fields_init: bool = False
 
 
 @dataclass(frozen=True)
@@ -63,6 +70,8 @@ class Summary:
     error: tuple[int, int, str] | None = None
     #: Constructor call sites with safe arguments (see :mod:`fxscope.project.callsites`).
     calls: tuple[CallSite, ...] = ()
+    #: Every literal keyword argument of any call: (name, value, line).
+    keywords: tuple[tuple[str, int | float | str | bool, int], ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-able dict; :meth:`from_json` inverts it (summaries are persisted by content)."""
@@ -71,11 +80,12 @@ class Summary:
             "stars": [list(s) for s in self.stars],
             "classes": {k: [c.line, list(c.bases), c.members, sorted(c.abstract),
                             None if c.init_required is None else list(c.init_required),
-                            c.annotations, c.config_class]
+                            c.annotations, c.config_class, c.defaults, c.fields_init]
                         for k, c in self.classes.items()},
             "imports": [[lvl, mod, None if names is None else list(names)] for lvl, mod, names in self.imports],
             "error": None if self.error is None else list(self.error),
             "calls": [c.to_json() for c in self.calls],
+            "keywords": [list(k) for k in self.keywords],
         }
 
     @classmethod
@@ -84,8 +94,9 @@ class Summary:
         classes = {
             name: ClassInfo(name, int(line), tuple(bases), dict(members), frozenset(abstract),
                             None if init is None else tuple(init), dict(annotations),
-                            None if config_class is None else str(config_class))
-            for name, (line, bases, members, abstract, init, annotations, config_class) in data["classes"].items()
+                            None if config_class is None else str(config_class), dict(defaults), bool(fields_init))
+            for name, (line, bases, members, abstract, init, annotations, config_class, defaults, fields_init)
+            in data["classes"].items()
         }
         return cls(
             {k: tuple(v) for k, v in data["bindings"].items()},
@@ -95,6 +106,7 @@ class Summary:
                   for lvl, mod, names in data["imports"]),
             None if data["error"] is None else (int(data["error"][0]), int(data["error"][1]), str(data["error"][2])),
             tuple(CallSite.from_json(c) for c in data["calls"]),
+            tuple((str(name), value, int(line)) for name, value, line in data["keywords"]),
         )
 
 
@@ -168,9 +180,19 @@ def _annotation(node: ast.expr | None) -> str | None:
         if outer.rsplit(".", 1)[-1] in ("Optional", "Union"):
             inner = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
             kept = [n for n in inner if not (isinstance(n, ast.Constant) and n.value is None)]
-            return _annotation(kept[0]) if len(kept) == 1 else None
+            return _annotation(kept[0]) if kept else None  # Union[A, B]: A, as good as any
         return None
     return _dotted(node) if isinstance(node, (ast.Name, ast.Attribute)) else None
+
+
+def _literal(node: ast.expr | None) -> int | float | str | bool | None:
+    """The value of a literal default (``3``, ``-1e-5``, ``"gelu"``, ``True``), else None."""
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) and isinstance(node.operand, ast.Constant):
+        inner = node.operand.value
+        return -inner if isinstance(inner, (int, float)) and not isinstance(inner, bool) else None
+    if isinstance(node, ast.Constant) and isinstance(node.value, (int, float, str, bool)):
+        return node.value if not isinstance(node.value, str) or len(node.value) <= 100 else None
+    return None
 
 
 def _has_default_field(value: ast.expr | None) -> bool:
@@ -189,6 +211,7 @@ def _class_info(node: ast.ClassDef) -> ClassInfo:
     annotations: dict[str, str] = {}
     fields: list[str] = []  # annotated class attributes without a default, in order
     config_class: str | None = None
+    defaults: dict[str, int | float | str | bool] = {}
     for stmt in _class_body(node.body):
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
             members[stmt.name] = stmt.lineno
@@ -202,6 +225,13 @@ def _class_info(node: ast.ClassDef) -> ClassInfo:
                     found = _annotation(arg.annotation)
                     if found:
                         annotations[arg.arg] = found
+                positional = [*stmt.args.posonlyargs, *stmt.args.args]
+                pairs = [*zip(positional[len(positional) - len(stmt.args.defaults):], stmt.args.defaults),
+                         *zip(stmt.args.kwonlyargs, stmt.args.kw_defaults)]
+                for arg, default in pairs:
+                    value = _literal(default)
+                    if value is not None:
+                        defaults[arg.arg] = value
         elif isinstance(stmt, (ast.Assign, ast.AnnAssign)):
             targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
             for target in targets:
@@ -218,11 +248,15 @@ def _class_info(node: ast.ClassDef) -> ClassInfo:
                         annotations[stmt.target.id] = found
                     if not _has_default_field(stmt.value):
                         fields.append(stmt.target.id)
+                    elif _literal(stmt.value) is not None:
+                        defaults.setdefault(stmt.target.id, _literal(stmt.value))  # type: ignore[arg-type]
     bases = tuple(_dotted(b) for b in node.bases)
     decorators = {_dotted(d.func if isinstance(d, ast.Call) else d) for d in node.decorator_list}
-    if init is None and (decorators & _FIELD_DECORATORS or set(bases) & _FIELD_BASES):
+    fields_init = init is None and bool(decorators & _FIELD_DECORATORS or set(bases) & _FIELD_BASES)
+    if fields_init:
         init = tuple(fields)
-    return ClassInfo(node.name, node.lineno, bases, members, frozenset(abstract), init, annotations, config_class)
+    return ClassInfo(node.name, node.lineno, bases, members, frozenset(abstract), init, annotations, config_class,
+                     defaults, fields_init)
 
 
 class _Collector:
@@ -340,15 +374,19 @@ def summarize(source: str | bytes) -> Summary:
     collector = _Collector()
     collector.visit(tree.body)
     text = source if isinstance(source, str) else source.decode("utf-8", "replace")
-    calls = tuple(python_call_sites(text, tree))
-    return Summary(collector.bindings, tuple(collector.stars), collector.classes, _imports(tree), calls=calls)
+    examples = python_examples(text, tree)
+    return Summary(collector.bindings, tuple(collector.stars), collector.classes, _imports(tree),
+                   calls=examples.sites, keywords=examples.keywords)
 
 
 def summarize_markdown(source: str | bytes) -> Summary:
     """The summary of a Markdown file: only the call sites of its Python code blocks."""
     _STATS["parses"] += 1
     text = source if isinstance(source, str) else source.decode("utf-8", "replace")
-    return Summary({}, (), {}, (), calls=tuple(markdown_call_sites(text)))
+    if len(text) > MAX_MARKDOWN_CHARS:
+        return Summary({}, (), {}, ())
+    examples = markdown_examples(text)
+    return Summary({}, (), {}, (), calls=examples.sites, keywords=examples.keywords)
 
 
 # ---------------------------------------------------------------------------------------------

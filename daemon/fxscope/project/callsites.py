@@ -34,15 +34,40 @@ import warnings
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable
 
-from fxscope.model.recipe import Call, DictExpr, Expr, Lit, Ref, RefExpr, Seq, expr_from_json, expr_to_json
+from fxscope.model.recipe import Call, DictExpr, Expr, Lit, Ref, RefExpr, Seq, Setattrs, expr_from_json, expr_to_json
 
-__all__ = ["CallSite", "docstring_call_sites", "markdown_call_sites", "python_call_sites"]
+__all__ = ["CallSite", "Examples", "docstring_examples", "markdown_call_sites", "markdown_examples",
+           "python_call_sites", "python_examples"]
 
 #: Bounds that keep summaries small on generated or data-heavy files.
 MAX_SITES_PER_FILE = 400
+MAX_KEYWORDS_PER_FILE = 2000
 MAX_NODES = 200
 MAX_TEXT = 160
 _MAX_NUMBER = 10**12
+
+#: Builtins applied to literals at extraction time (``int(args.size)`` with a literal default).
+_FOLDABLE: dict[str, Callable[..., Any]] = {"int": int, "float": float, "str": str, "bool": bool, "round": round,
+                                            "abs": abs, "min": min, "max": max}
+
+
+def _attribute_of(value: Expr | None, name: str) -> Expr:
+    """The value of attribute ``name`` of a snippet value: a keyword of an ``argparse.Namespace``
+    / ``SimpleNamespace`` call, or an attribute set after it was made."""
+    if isinstance(value, Setattrs):
+        for key, item in reversed(value.attrs):
+            if key == name:
+                return item
+        value = value.base
+    if isinstance(value, Call) and value.func.path[-1] in ("Namespace", "SimpleNamespace"):
+        for key, item in value.kwargs:
+            if key == name:
+                return item
+    raise _Unsafe(name)
+
+
+#: Methods that only move a model to a device or dtype: the model is what they are called on.
+_MOVES = frozenset({"cuda", "cpu", "to", "half", "float", "double", "bfloat16", "to_empty"})
 
 #: Lower-case callables that construct values (containers, partial layers, namespaces).
 _CONSTRUCTOR_FUNCTIONS = frozenset({"dict", "list", "tuple", "set", "frozenset", "partial"})
@@ -185,10 +210,37 @@ class _Converter:
             parts = _dotted_parts(node)
             if parts is None:
                 raise _Unsafe("attribute")
+            if len(parts) == 2:
+                known, value, imported = self.scope.lookup(parts[0])
+                if known and imported is None:  # `args.dim` of a namespace bound in the snippet
+                    return _attribute_of(value, parts[1])
             return RefExpr(self.ref(parts))
         if isinstance(node, ast.Call):
+            if isinstance(node.func, ast.Attribute) and node.func.attr in _MOVES:
+                return self.expr(node.func.value)  # `Net(...).cuda()`: fxscope builds on its own device
+            folded = self.fold(node)
+            if folded is not None:
+                return folded
             return self.call(node)
         raise _Unsafe(type(node).__name__)
+
+    def fold(self, node: ast.Call) -> Lit | None:
+        """``int("32")``, ``float(x)``, ``max(a, b)`` of literals: the value."""
+        if not isinstance(node.func, ast.Name) or node.func.id not in _FOLDABLE or node.keywords:
+            return None
+        known, _, _ = self.scope.lookup(node.func.id)
+        if known:
+            return None  # a local name shadowing the builtin
+        args = [self.expr(a) for a in node.args]
+        if not args or not all(isinstance(a, Lit) for a in args):
+            raise _Unsafe("fold")
+        try:
+            value = _FOLDABLE[node.func.id](*(a.value for a in args))  # type: ignore[union-attr]
+        except (TypeError, ValueError, OverflowError):
+            raise _Unsafe("fold") from None
+        if not isinstance(value, (int, float, str, bool)) or (isinstance(value, (int, float)) and abs(value) > _MAX_NUMBER):
+            raise _Unsafe("fold")
+        return Lit(value)
 
     def arithmetic(self, node: ast.BinOp) -> Lit:
         left, right = self.expr(node.left), self.expr(node.right)
@@ -239,6 +291,8 @@ class _Extractor:
         self.sites: list[CallSite] = []
         self.seen: set[tuple[int, str]] = set()
         self.docstrings: list[tuple[str, int]] = []
+        #: (keyword, literal value, line) of every call's literal keyword arguments
+        self.keywords: list[tuple[str, int | float | str | bool, int]] = []
 
     # -- statements ------------------------------------------------------------------------
     def block(self, body: Iterable[ast.stmt], scope: _Scope) -> None:
@@ -281,7 +335,9 @@ class _Extractor:
         self.calls_in(stmt, scope)
         if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
             self.add_argument(stmt.value, scope)
-        if isinstance(stmt, (ast.Assign, ast.AnnAssign)):
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Attribute):
+            self.set_attribute(stmt.targets[0], stmt.value, scope)
+        elif isinstance(stmt, (ast.Assign, ast.AnnAssign)):
             self.assign(stmt, scope)
         elif isinstance(stmt, ast.AugAssign):
             self.unbind(stmt.target, scope)
@@ -375,7 +431,34 @@ class _Extractor:
                 default = _Converter(scope).expr(keywords["default"])
             except (_Unsafe, RecursionError):
                 default = Lit(None)
+        kind = keywords.get("type")
+        if isinstance(kind, ast.Name) and kind.id in ("int", "float") and isinstance(default, Lit) \
+                and isinstance(default.value, str):  # argparse converts a string default with type=
+            try:
+                default = Lit(_FOLDABLE[kind.id](default.value))
+            except ValueError:
+                default = Lit(None)
         arguments.append((dest, default))
+
+    def set_attribute(self, target: ast.Attribute, value: ast.expr, scope: _Scope) -> None:
+        """``config.n_layer = 2`` on a name bound to a safe value: that value with the attribute."""
+        if not isinstance(target.value, ast.Name):
+            self.unbind(target, scope)
+            return
+        name = target.value.id
+        known, base, imported = scope.lookup(name)
+        if not known or imported is not None or base is None or isinstance(base, (Lit, Seq, DictExpr, RefExpr)):
+            self.unbind(target, scope)
+            return
+        try:
+            attribute = _Converter(scope).expr(value)
+        except (_Unsafe, RecursionError):
+            self.unbind(target, scope)
+            return
+        attrs = base.attrs if isinstance(base, Setattrs) else ()
+        inner = base.base if isinstance(base, Setattrs) else base
+        kept = tuple((k, v) for k, v in attrs if k != target.attr)
+        scope.values[name] = Setattrs(inner, (*kept, (target.attr, attribute)))
 
     def unbind(self, target: ast.AST, scope: _Scope) -> None:
         for node in ast.walk(target):
@@ -392,9 +475,28 @@ class _Extractor:
                 continue
             if isinstance(node, ast.Call):
                 self.record(node, scope)
+                self.keywords_of(node)
             for child in ast.iter_child_nodes(node):
                 if not isinstance(child, ast.stmt):  # nested statements are walked in order
                     todo.append(child)
+
+    def keywords_of(self, node: ast.Call) -> None:
+        if len(self.keywords) >= MAX_KEYWORDS_PER_FILE:
+            return
+        for kw in node.keywords:
+            value = kw.value
+            negative = isinstance(value, ast.UnaryOp) and isinstance(value.op, ast.USub)
+            if negative:
+                value = value.operand  # type: ignore[attr-defined]
+            if kw.arg and isinstance(value, ast.Constant) and isinstance(value.value, (int, float, str, bool)):
+                literal = value.value
+                if isinstance(literal, str) and len(literal) > 100:
+                    continue
+                if negative:
+                    if not isinstance(literal, (int, float)) or isinstance(literal, bool):
+                        continue
+                    literal = -literal
+                self.keywords.append((kw.arg, literal, node.lineno + self.offset))
 
     def record(self, node: ast.Call, scope: _Scope) -> None:
         parts = _dotted_parts(node.func)
@@ -429,58 +531,74 @@ def _parse(source: str) -> ast.Module | None:
         return None
 
 
-def _snippet_sites(source: str, kind: str, offset: int) -> list[CallSite]:
+@dataclass(frozen=True)
+class Examples:
+    """What a file says about building things: its call sites and every literal keyword argument
+    of any call in it (``name``, value, line), the workspace's vocabulary of parameter values."""
+
+    sites: tuple[CallSite, ...] = ()
+    keywords: tuple[tuple[str, int | float | str | bool, int], ...] = ()
+
+    def __add__(self, other: Examples) -> Examples:
+        return Examples((self.sites + other.sites)[:MAX_SITES_PER_FILE],
+                        (self.keywords + other.keywords)[:MAX_KEYWORDS_PER_FILE])
+
+
+def _snippet(source: str, kind: str, offset: int) -> Examples:
     tree = _parse(source)
     if tree is None:
-        return []
+        return Examples()
     extractor = _Extractor(source, kind, offset)
     try:
         extractor.block(tree.body, _Scope())
     except RecursionError:
         pass
-    return extractor.sites
+    return Examples(tuple(extractor.sites), tuple(extractor.keywords))
 
 
-def python_call_sites(source: str, tree: ast.Module | None = None) -> list[CallSite]:
-    """Call sites of a Python file: code (``call-site``) and doctest examples (``docstring``)."""
+def python_examples(source: str, tree: ast.Module | None = None) -> Examples:
+    """Call sites and keywords of a Python file: code (``call-site``) and doctests (``docstring``)."""
     tree = tree if tree is not None else _parse(source)
     if tree is None:
-        return []
+        return Examples()
     extractor = _Extractor(source, "call-site")
     extractor.docstring(tree)
     try:
         extractor.block(tree.body, _Scope())
     except RecursionError:
         pass
-    sites = extractor.sites
+    found = Examples(tuple(extractor.sites), tuple(extractor.keywords))
     for text, line in extractor.docstrings:
-        if len(sites) >= MAX_SITES_PER_FILE:
-            break
-        sites += docstring_call_sites(text, line)
-    return sites[:MAX_SITES_PER_FILE]
+        found = found + docstring_examples(text, line)
+    return found
+
+
+def python_call_sites(source: str, tree: ast.Module | None = None) -> list[CallSite]:
+    """The call sites of :func:`python_examples`."""
+    return list(python_examples(source, tree).sites)
 
 
 _PROMPT = re.compile(r"^\s*(>>>|\.\.\.)( |$)")
 
 
-def docstring_call_sites(text: str, first_line: int) -> list[CallSite]:
+def docstring_examples(text: str, first_line: int) -> Examples:
     """Call sites of the ``>>>`` examples of a docstring starting at ``first_line``: the example
     lines (prompts removed) form one snippet; other lines are blanked to keep line numbers."""
     lines = [(_PROMPT.sub("", line, count=1) if _PROMPT.match(line) else "") for line in text.splitlines()]
-    return _snippet_sites("\n".join(lines), "docstring", first_line - 1)
+    return _snippet("\n".join(lines), "docstring", first_line - 1)
 
 
 _FENCE = re.compile(r"^(\s*)(`{3,}|~{3,})\s*([\w+-]*)")
 
 
-def markdown_call_sites(text: str) -> list[CallSite]:
+def markdown_examples(text: str) -> Examples:
     """Call sites of the Python code blocks of a Markdown file (fences tagged ``python``/``py``
     or untagged; an untagged block that does not parse as Python is skipped). Each block is one
     snippet; ``>>>`` prompts inside a block are removed."""
-    sites: list[CallSite] = []
+    found = Examples()
     lines = text.splitlines()
     i = 0
-    while i < len(lines) and len(sites) < MAX_SITES_PER_FILE:
+    while i < len(lines) and len(found.sites) < MAX_SITES_PER_FILE:
         match = _FENCE.match(lines[i])
         if match is None:
             i += 1
@@ -495,6 +613,11 @@ def markdown_call_sites(text: str) -> list[CallSite]:
                     for line in lines[start:end]]
             block = "\n".join(body)
             if "(" in block:
-                sites += _snippet_sites(textwrap.dedent(block), "readme", start)
+                found = found + _snippet(textwrap.dedent(block), "readme", start)
         i = end + 1
-    return sites[:MAX_SITES_PER_FILE]
+    return found
+
+
+def markdown_call_sites(text: str) -> list[CallSite]:
+    """The call sites of :func:`markdown_examples`."""
+    return list(markdown_examples(text).sites)

@@ -135,6 +135,8 @@ class Discovery:
     file_errors: list[FileError]
     files: list[str]
     imports: dict[str, set[str]]
+    #: Installed libraries (of :data:`PRELOADABLE`) that workspace files import, most used first.
+    libraries: tuple[str, ...] = ()
     _reverse: dict[str, set[str]] | None = field(default=None, init=False, repr=False, compare=False)
 
     def dependents(self, file: str) -> set[str]:
@@ -161,6 +163,7 @@ class Discovery:
             "file_errors": [[e.file, e.line, e.column, e.message] for e in self.file_errors],
             "files": list(self.files),
             "imports": {f: sorted(deps) for f, deps in self.imports.items()},
+            "libraries": list(self.libraries),
         }
 
     @classmethod
@@ -171,6 +174,7 @@ class Discovery:
             [FileError(str(f), int(line), int(col), str(msg)) for f, line, col, msg in data["file_errors"]],
             list(data["files"]),
             {f: set(deps) for f, deps in data["imports"].items()},
+            tuple(str(name) for name in data.get("libraries") or ()),
         )
 
     def affected_targets(self, file: str) -> list[Target]:
@@ -323,6 +327,8 @@ class _Workspace:
                 inherited_abstract |= facts.abstract
                 if init is None:
                     init = facts.init
+                elif info.fields_init and facts.init and INHERITED not in facts.init:
+                    init = (*facts.init, *(f for f in init if f not in facts.init))  # a dataclass's base fields
             elif kind == "torch":
                 is_module = True
                 has_forward |= base_name not in _TORCH_NO_FORWARD
@@ -437,7 +443,27 @@ def discover(
     targets = _class_targets(workspace) if config.auto_targets else []
     targets += _factory_targets(workspace)
     targets.sort(key=lambda t: t.id)
-    return Discovery(targets, errors, list(summaries), _import_graph(workspace))
+    return Discovery(targets, errors, list(summaries), _import_graph(workspace), _libraries(workspace))
+
+
+#: Installed libraries worth importing once in the worker before it forks a job per target, when
+#: the workspace imports them: slow to import (einx pulls in torch._dynamo), and well-behaved at
+#: import (no threads, no network, no work).
+PRELOADABLE = frozenset({
+    "einops", "einx", "timm", "torchvision", "torchaudio", "transformers", "diffusers", "accelerate",
+    "numpy", "scipy", "safetensors", "huggingface_hub", "omegaconf", "sentencepiece", "tiktoken",
+})
+
+
+def _libraries(ws: _Workspace) -> tuple[str, ...]:
+    """The :data:`PRELOADABLE` libraries workspace files import, most importing files first."""
+    count: dict[str, int] = {}
+    for rel, summary in ws.summaries.items():
+        seen = {module.split(".")[0] for level, module, _ in summary.imports if level == 0 and module}
+        for top in seen:
+            if top in PRELOADABLE and top not in ws.modules:
+                count[top] = count.get(top, 0) + 1
+    return tuple(sorted(count, key=lambda name: (-count[name], name)))
 
 
 def _class_targets(ws: _Workspace) -> list[Target]:

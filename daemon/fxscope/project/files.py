@@ -117,10 +117,6 @@ def _dir_excluded(config: Config, rel_dir: str) -> bool:
     return bool(below) and _matches(below, rel_dir)
 
 
-#: Markdown files larger than this are not read for examples.
-MAX_MARKDOWN_BYTES = 1 << 20
-
-
 def _file_wanted(config: Config, rel: str, examples: bool = False) -> bool:
     if rel.endswith(".md"):
         return examples and not _matches(config.exclude, rel)

@@ -23,7 +23,7 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterable
 
-from fxscope.model.recipe import RECIPE_KINDS, Call, DictExpr, Expr, Lit, Recipe, Ref, RefExpr, Seq
+from fxscope.model.recipe import RECIPE_KINDS, Call, DictExpr, Expr, Lit, Recipe, Ref, RefExpr, Seq, Setattrs, render_python
 
 from ._summary import is_markdown
 
@@ -63,14 +63,81 @@ class RecipeIndex:
         for rel, summary in ws.summaries.items():
             for name in summary.classes:
                 self._by_simple_name.setdefault(name, []).append(_ClassKey(rel, name))
+        #: keyword name -> (value, file, line) of every literal argument the workspace passes by that
+        #: name, then every literal default of a constructor parameter of that name
+        self.vocabulary: dict[str, list[tuple[Expr, str, int]]] = {}
         for rel, summary in sorted(ws.summaries.items()):
             for site in summary.calls:
                 try:
                     key, expr = self._resolve_call(rel, site.expr)
                 except (_Unresolved, RecursionError):
                     continue
+                self._learn(expr, rel, site.line)
                 if key is not None:
                     self.sites.setdefault(key, []).append(Recipe(expr, site.kind, rel, site.line, site.text))
+        for rel, summary in sorted(ws.summaries.items()):
+            for name, value, line in summary.keywords:
+                self.vocabulary.setdefault(name, []).append((Lit(value), rel, line))
+        for rel, summary in sorted(ws.summaries.items()):
+            for info in summary.classes.values():
+                for name, value in info.defaults.items():
+                    self.vocabulary.setdefault(name, []).append((Lit(value), rel, info.line))
+
+    def _learn(self, expr: Expr, rel: str, line: int) -> None:
+        """Record the keyword arguments of every call inside ``expr`` whose value is plain data."""
+        if isinstance(expr, Call):
+            for name, value in expr.kwargs:
+                if _plain(value):
+                    self.vocabulary.setdefault(name, []).append((value, rel, line))
+            for child in (*expr.args, *(v for _, v in expr.kwargs), *expr.splats):
+                self._learn(child, rel, line)
+        elif isinstance(expr, Setattrs):
+            self._learn(expr.base, rel, line)
+            for name, value in expr.attrs:
+                if _plain(value):
+                    self.vocabulary.setdefault(name, []).append((value, rel, line))
+        elif isinstance(expr, (Seq, DictExpr)):
+            for child in (expr.items if isinstance(expr, Seq) else [v for _, v in expr.items]):
+                self._learn(child, rel, line)
+
+    def _words(self, name: str) -> list[tuple[Expr, str, int]]:
+        """Values the workspace uses for a parameter called ``name``, best first: the value it
+        passes most often (the smaller on a tie), then the smallest positive integer it passes
+        (layer counts and sizes: a small build), from call sites, else from defaults."""
+        seen = self.vocabulary.get(name)
+        if not seen:
+            return []
+        counts: dict[Expr, int] = {}
+        for value, _, _ in seen:
+            counts[value] = counts.get(value, 0) + 1
+
+        def size(value: Expr) -> float:
+            return value.value if isinstance(value, Lit) and isinstance(value.value, (int, float)) \
+                and not isinstance(value.value, bool) else float("inf")
+
+        common = max(counts, key=lambda v: (counts[v], -size(v)))
+        small = [v for v in counts if isinstance(v, Lit) and isinstance(v.value, int)
+                 and not isinstance(v.value, bool) and v.value > 1]
+        order = [common] + ([min(small, key=size)] if small and min(small, key=size) != common else [])
+        first = {value: (file, line) for value, file, line in reversed(seen)}
+        return [(v, *first[v]) for v in order]
+
+    def vocabulary_calls(self, ref: Ref, required: tuple[str, ...]) -> list[tuple[Call, str, int]]:
+        """``ref(p=value, ...)`` for every required parameter, with the workspace's values for
+        those names (the most used ones, then the smallest ones); none when a parameter has no
+        value or takes ``*args``."""
+        if not required or any(p.startswith(("*", "<")) for p in required):
+            return []
+        words = [self._words(p) for p in required]
+        if not all(words):
+            return []
+        calls = []
+        for pick in (0, 1):
+            chosen = [w[min(pick, len(w) - 1)] for w in words]
+            call = Call(ref, kwargs=tuple((p, w[0]) for p, w in zip(required, chosen)))
+            if all(call != c for c, _, _ in calls):
+                calls.append((call, chosen[0][1], chosen[0][2]))
+        return calls
 
     # -- resolution -------------------------------------------------------------------------
     def _class_ref(self, key: _ClassKey, rest: tuple[str, ...]) -> Ref:
@@ -142,6 +209,9 @@ class RecipeIndex:
             return DictExpr(tuple((self._resolve_expr(rel, k), self._resolve_expr(rel, v)) for k, v in expr.items))
         if isinstance(expr, RefExpr):
             return RefExpr(self._resolve_ref(rel, expr.ref)[0])
+        if isinstance(expr, Setattrs):
+            return Setattrs(self._resolve_expr(rel, expr.base),
+                            tuple((k, self._resolve_expr(rel, v)) for k, v in expr.attrs))
         return self._resolve_call(rel, expr)[1]
 
     def _resolve_call(self, rel: str, call: Call) -> tuple[_ClassKey | None, Call]:
@@ -168,13 +238,36 @@ class RecipeIndex:
         try:
             found += self._annotation_recipes(key, required)
             found += self._config_class_recipes(key, required)
+            learned = self.vocabulary_calls(self._class_ref(key, ()), required)
         except (_Unresolved, RecursionError):
-            pass
+            learned = []
+        for call, file, line in learned:
+            found.append(Recipe(call, "vocabulary", file, line, _text(name, call)))
+        placeholder = self._placeholder_call(key, required)
+        if placeholder is not None:
+            info = self._info(key)
+            found.append(Recipe(placeholder, "placeholder", rel, info.members.get("__init__", info.line),
+                                _text(name, placeholder)))
         order = {kind: i for i, kind in enumerate(RECIPE_KINDS)}
         unique: dict[Call, Recipe] = {}
-        for recipe in sorted(found, key=lambda r: (r.cost(), order[r.kind], r.file, r.line)):
+        last = ("vocabulary", "placeholder")  # guesses come after what the workspace writes out
+        for recipe in sorted(found, key=lambda r: (last.index(r.kind) + 1 if r.kind in last else 0, r.cost(),
+                                                   order[r.kind], r.file, r.line)):
             unique.setdefault(recipe.expr, recipe)
         return tuple(itertools.islice(unique.values(), MAX_RECIPES))
+
+    def _placeholder_call(self, key: _ClassKey, required: tuple[str, ...]) -> Call | None:
+        """``Cls(p=value, ...)`` with a small placeholder for every required parameter whose name
+        or annotation says what it holds (a size, a count, a rate, a flag, a submodule); None when
+        one does not say. Tracing seldom depends on sizes: the placeholders decide whether the
+        class builds, and the build is as real as any other."""
+        if not required or any(p.startswith(("*", "<")) for p in required):
+            return None
+        info = self._info(key)
+        values = [_placeholder(p, info.annotations.get(p)) for p in required]
+        if any(v is None for v in values):
+            return None
+        return Call(self._class_ref(key, ()), kwargs=tuple((p, v) for p, v in zip(required, values) if v is not None))
 
     def _info(self, key: _ClassKey):  # type: ignore[no-untyped-def]
         return self.ws.summaries[key.rel].classes[key.name]
@@ -192,6 +285,9 @@ class RecipeIndex:
             values: list[tuple[Expr, str]] = []
             if facts.init == ():
                 values.append((Call(ref), f"{cls.name}()"))
+            elif facts.init:
+                for call, _, _ in self.vocabulary_calls(ref, facts.init)[:1]:
+                    values.append((call, _text(cls.name, call)))
             for member in self._info(cls).members:
                 if _DEFAULT_FACTORY.match(member):  # `Config.get_default_config()`, `Config.small()`
                     values.append((Call(Ref(ref.module, (*ref.path, member))), f"{cls.name}.{member}()"))
@@ -257,6 +353,50 @@ class RecipeIndex:
         return False
 
 
+#: Placeholder values by parameter name (searched in order) and by annotation.
+_NAMED_PLACEHOLDERS: tuple[tuple[re.Pattern[str], Expr], ...] = tuple(
+    (re.compile(pattern), value) for pattern, value in (
+        (r"(^|_)(depth|depths|layers?|n_?layers?|num_(hidden_)?layers|blocks?|n_?blocks|num_blocks|stages?|levels?)$", Lit(2)),
+        (r"(^|_)(heads?|n_?heads?|num_(attention_)?heads|nhead|groups?|num_groups)$", Lit(2)),
+        (r"(^|_)(image_size|img_size|resolution|input_size)$", Lit(32)),
+        (r"(^|_)(patch_size|patch)$", Lit(8)),
+        (r"(^|_)(kernel_size|kernel)$", Lit(3)),
+        (r"(^|_)(stride|padding|dilation)$", Lit(1)),
+        (r"(^|_)(vocab(_size)?|n_?vocab|num_tokens|num_classes|n_?classes|classes|num_embeddings|codebook_size|n_?tokens)$", Lit(16)),
+        (r"(^|_)(seq_len|max_seq_len|block_size|n_?ctx|context(_length)?|max_len|max_length|max_position(_embeddings)?|window(_size)?|length)$", Lit(16)),
+        (r"(^|_)(dropout|p_?drop|drop(_rate|_path|_prob)?|attn_drop|proj_drop)$", Lit(0.0)),
+        (r"(^|_)(eps|epsilon)$", Lit(1e-5)),
+        (r"(^|_)(dims?|d_model|d_?[a-z]*|[a-z_]*dim(ension)?s?|hidden(_size|_dim)?|channels?|in_channels|out_channels|"
+         r"in_features|out_features|features|width|n_?embd|embed(_dim|ding_dim)?|emb(_dim)?|state|n_?state|size)$", Lit(16)),
+        (r"(^|_)(fn|net|module|block|layer|submodule|body|inner)$", Call(Ref("torch", ("nn", "Identity")))),
+    ))
+_TYPED_PLACEHOLDERS: dict[str, Expr] = {"int": Lit(8), "float": Lit(1.0), "bool": Lit(False),
+                                        "nn.Module": Call(Ref("torch", ("nn", "Identity"))),
+                                        "torch.nn.Module": Call(Ref("torch", ("nn", "Identity")))}
+
+
+def _placeholder(name: str, annotation: str | None) -> Expr | None:
+    """A small value for a parameter from its name, else its annotation; None when neither says."""
+    lowered = name.lower()
+    for pattern, value in _NAMED_PLACEHOLDERS:
+        if pattern.search(lowered):
+            return value
+    return _TYPED_PLACEHOLDERS.get(annotation or "")
+
+
+def _plain(value: Expr) -> bool:
+    """Plain data a keyword may take anywhere: a literal, a reference, a sequence of literals."""
+    if isinstance(value, Seq):
+        return all(isinstance(i, Lit) for i in value.items)
+    return isinstance(value, (Lit, RefExpr))
+
+
+def _text(name: str, call: Call) -> str:
+    """``Name(p=v, ...)`` as a user would write it (references by their last two names)."""
+    _, code, _ = render_python(call)
+    return f"{name}(" + code.partition("(")[2]
+
+
 def resolved_refs(expr: Expr) -> Iterable[Ref]:
     """Every reference inside a resolved expression (the callee first)."""
     if isinstance(expr, Call):
@@ -265,6 +405,10 @@ def resolved_refs(expr: Expr) -> Iterable[Ref]:
             yield from resolved_refs(child)
     elif isinstance(expr, RefExpr):
         yield expr.ref
+    elif isinstance(expr, Setattrs):
+        yield from resolved_refs(expr.base)
+        for _, v in expr.attrs:
+            yield from resolved_refs(v)
     elif isinstance(expr, Seq):
         for item in expr.items:
             yield from resolved_refs(item)

@@ -63,6 +63,7 @@ class FactoryPlan:
     imports: tuple[str, ...]
     provenance: str | None
     template: bool
+    prelude: tuple[str, ...] = ()
 
     def function_source(self) -> str:
         """The factory function's source."""
@@ -72,7 +73,7 @@ class FactoryPlan:
         else:
             doc = f"Build `{self.class_name}` for fxscope, {self.provenance}."
         lines = [f"def {self.function}():", f'    """{doc}"""']
-        lines += [f"    {line}" for line in self.imports]
+        lines += [f"    {line}" for line in (*self.imports, *self.prelude)]
         lines.append(f"    return {self.code}")
         return "\n".join(lines) + "\n"
 
@@ -84,10 +85,11 @@ def plan_factory(class_name: str, module: str, recipe: Recipe | None, required: 
     name = name or target_name(class_name)
     function = "build_" + name.replace("-", "_")
     if recipe is not None:
-        code, imports = render_python(recipe.expr)
-        return FactoryPlan(name, function, class_name, code, tuple(imports), recipe.provenance(), False)
+        prelude, code, imports = render_python(recipe.expr)
+        return FactoryPlan(name, function, class_name, code, tuple(imports), recipe.provenance(), False,
+                           tuple(prelude))
     args = ", ".join(f"{a.lstrip('*')}=..." for a in required if not a.startswith("<"))
-    code, imports = render_python(Call(Ref(module, (class_name,))))
+    _, code, imports = render_python(Call(Ref(module, (class_name,))))
     return FactoryPlan(name, function, class_name, code.replace("()", f"({args})"), tuple(imports), None, True)
 
 

@@ -9,8 +9,9 @@ calls only of workspace classes (and their own classmethods), torch classes, con
 ``functools.partial``, ``types.SimpleNamespace`` and ``argparse.Namespace``. Nothing else of the
 file a recipe came from ever runs.
 
-Up to :data:`MAX_BUILDS` candidates that build are compared and the smallest (fewest modules, then
-fewest parameters) is kept, so traces stay fast. A candidate that raises is not an error: the next
+Candidates come cheapest first (fewest layers written, then smallest sizes); the first that builds
+is kept when it is small (:data:`SMALL_ENOUGH` modules), else up to :data:`MAX_BUILDS` builds are
+compared and the smallest (fewest modules, then fewest parameters) is kept, so traces stay fast. A candidate that raises is not an error: the next
 one is tried, and when none builds the target is "needs constructor arguments" (FXS405) with what
 was tried.
 """
@@ -29,13 +30,15 @@ import types
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from fxscope.model.recipe import Call, DictExpr, Expr, Lit, Recipe, Ref, RefExpr, Seq
+from fxscope.model.recipe import Call, DictExpr, Expr, Lit, Recipe, Ref, RefExpr, Seq, Setattrs
 
 __all__ = ["Attempt", "AutomaticBuild", "NotAllowed", "build_automatically", "evaluate", "rebuild"]
 
-#: Builds compared to find the smallest, and candidates tried at most.
+#: Builds compared to find the smallest, candidates tried at most, and the size (modules) of a
+#: build small enough to keep without trying the others (candidates come cheapest first).
 MAX_BUILDS = 3
 MAX_ATTEMPTS = 10
+SMALL_ENOUGH = 100
 
 #: Callables a recipe may call besides classes.
 _CALLABLE_VALUES: tuple[Any, ...] = (dict, list, tuple, set, frozenset, functools.partial, types.SimpleNamespace,
@@ -145,6 +148,11 @@ class _Evaluator:
             if isinstance(obj, types.ModuleType):
                 raise NotAllowed(f"`{expr.ref.dotted}` is a module")
             return obj
+        if isinstance(expr, Setattrs):
+            obj = self.value(expr.base)
+            for name, value in expr.attrs:
+                setattr(obj, name, self.value(value))
+            return obj
         return self.call(expr)
 
     def call(self, expr: Call) -> Any:
@@ -218,7 +226,7 @@ def build_automatically(cls: Any, recipes: tuple[Recipe, ...], defaults: Recipe 
         if best is None or size < best[0]:
             best = (size, built, recipe)
         successes += 1
-        if successes >= MAX_BUILDS:
+        if successes >= MAX_BUILDS or best[0][0] <= SMALL_ENOUGH:
             break
     if best is not None:
         outcome.built, outcome.recipe = best[1], best[2]

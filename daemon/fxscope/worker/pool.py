@@ -272,6 +272,8 @@ class _Zygote:
     def doing(self) -> str:
         """What start-up was doing, for messages: ``importing preload 'x'``."""
         stage, module = self.stage.get("stage"), self.stage.get("module")
+        if stage == "library" and module:
+            return f"importing the workspace's library {module!r}"
         if stage == "preload" and module:
             return f"importing preload {module!r}"
         if stage == "torch":
@@ -340,6 +342,8 @@ class WorkerPool:
 
     ``python``: interpreter of the zygote (a workspace's venv may differ from ours).
     ``preload``: modules imported once in the zygote (failures are warnings in :attr:`info`).
+    ``libraries``: installed libraries the workspace imports, imported once in the zygote after
+    ``preload`` so that each job does not pay for them (failures are no warnings).
     ``env``: extra environment variables for the zygote, over ``os.environ``.
     ``max_workers``: children running at once (default: CPU count); others wait in FIFO order.
     ``log_path``: file receiving the zygote's own stdout/stderr (default: discarded).
@@ -366,8 +370,10 @@ class WorkerPool:
         sys_path: Sequence[str] = (),
         startup_timeout: float | None = None,
         root: str | os.PathLike[str] | None = None,
+        libraries: Sequence[str] = (),
     ) -> None:
         self.python = python
+        self.libraries: tuple[str, ...] = tuple(libraries)
         self.startup_timeout = startup_timeout if startup_timeout is not None else _startup_timeout()
         self.preload: tuple[str, ...] = tuple(preload)
         self.env = dict(env or {})
@@ -480,6 +486,8 @@ class WorkerPool:
         cmd = [self.python, "-m", "fxscope.worker.zygote", "--parent-pid", str(os.getpid())]
         for name in self.preload:
             cmd += ["--preload", name]
+        for name in self.libraries:
+            cmd += ["--library", name]
         for entry in self.sys_path:
             cmd += ["--sys-path", entry]
         if self.root is not None:

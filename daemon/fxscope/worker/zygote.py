@@ -736,11 +736,11 @@ def _die_with_parent(parent: int, stop: threading.Event) -> threading.Thread:
     return thread
 
 
-def _preload(modules: Sequence[str], fd_out: int | None = None) -> dict[str, str | None]:
+def _preload(modules: Sequence[str], fd_out: int | None = None, stage: str = "preload") -> dict[str, str | None]:
     results: dict[str, str | None] = {}
     for name in modules:
         if fd_out is not None:
-            _announce(fd_out, "preload", name)
+            _announce(fd_out, stage, name)
         try:
             importlib.import_module(name)
             results[name] = None
@@ -792,6 +792,9 @@ def _import_torch() -> dict[str, Any]:
     except BaseException as exc:  # noqa: BLE001
         info["torch_error"] = f"{type(exc).__name__}: {exc}"
         return info
+    # One intra-op thread, as in every child: a module-level torch op in a preload or library then
+    # never starts an OpenMP pool, which would not survive the fork.
+    torch.set_num_threads(1)
     info["torch_version"] = str(torch.__version__)
     info["torch_path"] = os.path.dirname(os.path.abspath(torch.__file__ or ""))
     try:  # the pool compares this stamp to notice a reinstalled torch
@@ -806,6 +809,9 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--fd-in", type=int, required=True)
     parser.add_argument("--fd-out", type=int, required=True)
     parser.add_argument("--preload", action="append", default=[])
+    parser.add_argument("--library", action="append", default=[],
+                        help="an installed library the workspace imports, imported once before any fork "
+                             "(a failure is no warning: a job that needs it reports it)")
     parser.add_argument("--sys-path", action="append", default=[])
     parser.add_argument("--root", default=None,
                         help="workspace root: list the workspace files that preloads import")
@@ -836,6 +842,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     if args.root and args.preload:
         _serve_workspace_from_source(args.root)
     preload = _preload(args.preload, args.fd_out)
+    libraries = _preload(args.library, args.fd_out, "library") if not args.no_torch else {}
     preload_files = _workspace_files_since(args.root, before_preload) if args.root and args.preload else {}
     if not args.no_torch and not info["torch_error"]:
         _announce(args.fd_out, "warm-up")
@@ -861,6 +868,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         "executable": sys.executable,
         **info,
         "preload": preload,
+        "libraries": libraries,
         "preload_files": preload_files,
         "warnings": warnings,
         "scratch": scratch,
