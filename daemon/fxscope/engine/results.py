@@ -1,4 +1,4 @@
-"""A target's outcome as the engine hands it up: the worker's body plus how it was obtained.
+"""A target's result as the engine hands it up: its typed outcome plus how it was obtained.
 
 >>> relativize("/ws/pkg/m.py", "/ws"), relativize("/site/lib.py", "/ws")
 ('pkg/m.py', '/site/lib.py')
@@ -7,26 +7,27 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from fxscope.project.discovery import FileError, Target
+from fxscope.model import TargetOutcome
 from fxscope.model.codes import CODES, finding_dict
+from fxscope.project.discovery import FileError, Target
 
-__all__ = ["CheckResult", "TargetResult", "drop_covered_skips", "relativize", "skipped_result"]
+__all__ = ["CheckResult", "TargetResult", "class_type", "covered_skips", "drop_covered_skips", "relativize", "skipped_body",
+           "skipped_result"]
 
 
-@dataclass
+@dataclass(frozen=True)
 class TargetResult:
-    """One target's outcome: the worker's ``body`` (report-schema target fields plus ``findings``,
-    ``graphs`` and ``files``: root-relative path -> hash of every file the trace read), whether it
-    came from the cache, and how long the trace took."""
+    """One target's result: its :class:`~fxscope.model.TargetOutcome`, whether it came from the
+    cache, and how long the trace took."""
 
     target: Target
-    body: dict[str, Any]
+    outcome: TargetOutcome
     cached: bool = False
     duration_ms: float = 0.0
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -56,26 +57,36 @@ def relativize(path: str, root: str) -> str:
     return ab
 
 
-def skipped_result(target: Target) -> TargetResult:
-    """A class that needs constructor arguments and has no factory (FXS405)."""
+def skipped_body(target: Target) -> dict[str, Any]:
+    """The result body of a class that needs constructor arguments and has no factory (FXS405)."""
     args = ", ".join(a for a in target.required_args) or "arguments"
     finding = finding_dict(
         "FXS405", f"`{target.qualname}` needs constructor arguments ({args}) and no factory is configured",
         hint=CODES["FXS405"].help, file=target.file, line=target.line,
     )
-    return TargetResult(target, {"status": "skipped", "modules": [], "nodes": 0, "findings": [finding]})
+    return {"status": "skipped", "modules": [], "nodes": 0, "findings": [finding]}
 
 
-def drop_covered_skips(results: list[TargetResult]) -> list[TargetResult]:
-    """``results`` with the FXS405 of every skipped class (see :func:`skipped_result`) removed
-    when a factory target in ``results`` built that class: it was checked after all. The skipped
-    result itself stays (status ``skipped``, no findings); other results are returned unchanged."""
-    built = {r.body["modules"][0]["type"] for r in results
-             if r.target.kind == "factory" and r.body.get("modules")}
-    out = []
-    for r in results:
-        t = r.target
-        if r.body.get("status") == "skipped" and t.module and f"{t.module}.{t.qualname}" in built:
-            r = replace(r, body={**r.body, "findings": []})
-        out.append(r)
-    return out
+def skipped_result(target: Target) -> TargetResult:
+    """The result of a class that needs constructor arguments and has no factory (FXS405)."""
+    return TargetResult(target, TargetOutcome.from_json(skipped_body(target), target=target.id))
+
+
+def class_type(target: Target) -> str | None:
+    """The qualified type name of a class target (``pkg.models.Net``), None for a factory."""
+    return f"{target.module}.{target.qualname}" if target.kind == "class" and target.module else None
+
+
+def covered_skips(results: Sequence[TargetResult]) -> set[str]:
+    """Ids of the skipped classes (see :func:`skipped_result`) that a factory target in
+    ``results`` built: they were checked after all."""
+    built = {r.outcome.root_type for r in results if r.target.kind == "factory" and r.outcome.modules}
+    return {r.target.id for r in results
+            if r.outcome.status == "skipped" and r.target.module and class_type(r.target) in built}
+
+
+def drop_covered_skips(results: Sequence[TargetResult]) -> list[TargetResult]:
+    """``results`` with the FXS405 of every covered skip (:func:`covered_skips`) removed. The
+    skipped result itself stays (status ``skipped``, no findings); others are unchanged."""
+    covered = covered_skips(results)
+    return [replace(r, outcome=replace(r.outcome, findings=())) if r.target.id in covered else r for r in results]

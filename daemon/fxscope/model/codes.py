@@ -11,6 +11,7 @@ number, an existing code never changes meaning.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 __all__ = ["Code", "CODES", "CODES_URL", "SEVERITIES", "severity_rank", "finding_dict"]
 
@@ -163,6 +164,6 @@ _TABLE = [
 CODES: dict[str, Code] = {c.code: c for c in _TABLE}
 
 
-def finding_dict(code: str, message: str, **fields: object) -> dict:
+def finding_dict(code: str, message: str, **fields: object) -> dict[str, Any]:
     """A report-schema finding dict for ``code`` with its severity (``fields``: file, line, ...)."""
     return {"code": code, "severity": CODES[code].severity, "message": message, **fields}

@@ -1,11 +1,13 @@
 """Source locations and module scopes, the report schema v1's ``location`` and ``scopes`` entries.
 
 Lines and columns are 1-based; columns count code points (the report contract). ``file`` is
-root-relative (posix) inside the workspace and absolute outside it.
+root-relative (posix) inside the workspace and absolute outside it (``outside``).
 
 >>> loc = Location.from_json({"file": "m.py", "line": 3, "column": 9, "end_line": 3, "end_column": 17})
 >>> loc.to_json()
 {'file': 'm.py', 'line': 3, 'column': 9, 'end_line': 3, 'end_column': 17}
+>>> Location("/site/lib.py", 3).outside, loc.outside
+(True, False)
 >>> Scope.from_json({"path": "blocks.0", "type": "m.Block"}).to_json()
 {'path': 'blocks.0', 'type': 'm.Block'}
 """
@@ -16,7 +18,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Location", "Scope"]
+__all__ = ["Location", "Scope", "is_absolute"]
+
+
+def is_absolute(file: str) -> bool:
+    """Whether a location's ``file`` is absolute (posix, or a Windows drive path): outside the
+    workspace, whose files are root-relative."""
+    return file.startswith("/") or (len(file) > 2 and file[1] == ":" and file[2] in "\\/")
 
 
 def _opt_int(value: Any) -> int | None:
@@ -56,6 +64,11 @@ class Location:
             end_column=_opt_int(data.get("end_column")),
             message=str(message) if message is not None else None,
         )
+
+    @property
+    def outside(self) -> bool:
+        """Whether the file lies outside the workspace (its path is absolute)."""
+        return is_absolute(self.file)
 
     def range_key(self) -> tuple[str, int, int | None, int | None, int | None]:
         """(file, line, column, end_line, end_column): identity of the range."""

@@ -9,6 +9,8 @@ import textwrap
 import time
 from pathlib import Path
 
+import pytest
+
 from engine_support import locate, run_check, write_tree
 
 from fxscope.cache import FileHasher, ResultCache
@@ -16,6 +18,8 @@ from fxscope.engine import Engine
 from fxscope.engine.workspace_state import WorkspaceState
 from fxscope.project import _summary, load_config
 from fxscope.report.build import check_report
+
+pytestmark = pytest.mark.requires_torch
 
 LAYERS = """
     import torch
@@ -87,7 +91,7 @@ def test_preloaded_workspace_package_is_the_workspace_copy(tmp_path: Path, monke
     monkeypatch.setenv("PYTHONPATH", str(site))  # the zygote inherits it, like site-packages
     warnings: list[str] = []
     with Engine(root, on_warning=warnings.append) as engine:
-        report = check_report(engine.check())
+        report = check_report(engine.check()).to_json()
         info = engine.pool.info
     assert info["preload"] == {"pkg.layers": None}, info["preload"]
     assert set(info["preload_files"]) == {"src/pkg/__init__.py", "src/pkg/layers.py"}
@@ -101,17 +105,17 @@ def test_editing_a_preloaded_module_retraces_with_the_new_code(tmp_path: Path) -
     write_tree(tmp_path, PRELOADED)
     layers = tmp_path / "src/pkg/layers.py"
     with Engine(tmp_path) as engine:  # one engine, one warm zygote: as in the server
-        first = check_report(engine.check())
+        first = check_report(engine.check()).to_json()
         assert _findings(first, "FXS101")
         assert {t["id"]: t["status"] for t in first["targets"]}["src/pkg/models.py::Net"] != "traced"
-        assert check_report(engine.check())["summary"]["cached"] == 2
+        assert check_report(engine.check()).to_json()["summary"]["cached"] == 2
         layers.write_text(layers.read_text().replace("if x.sum() > 0:", "if True:"))
-        second = check_report(engine.check())
+        second = check_report(engine.check()).to_json()
     assert second["summary"]["cached"] == 0, "results depend on the preloaded module"
     assert _findings(second, "FXS101") == [], second["findings"]
     assert {t["status"] for t in second["targets"]} == {"traced"}
     with Engine(tmp_path) as engine:  # and a fresh process agrees, from the cache
-        third = check_report(engine.check())
+        third = check_report(engine.check()).to_json()
     assert third["summary"]["cached"] == 2 and _findings(third, "FXS101") == []
 
 
@@ -168,8 +172,8 @@ def test_engine_retry_faults(tmp_path: Path) -> None:
     write_tree(tmp_path, HANGS)
     with Engine(tmp_path) as engine:
         engine.check()
-        assert check_report(engine.check())["summary"]["cached"] == 2
-        report = check_report(engine.check(retry_faults=True))
+        assert check_report(engine.check()).to_json()["summary"]["cached"] == 2
+        report = check_report(engine.check(retry_faults=True)).to_json()
     assert {t["id"]: t["cached"] for t in report["targets"]} == {
         "hangs.py::Fine": True, "hangs.py::Sleeper": False}
 
@@ -190,7 +194,7 @@ def test_one_intra_op_thread_per_trace_child(tmp_path: Path) -> None:
         """})
     with Engine(tmp_path, workers=1) as engine:
         [result] = engine.run(engine.discover().targets)
-    assert "intra-op threads: 1\n" in result.body["output"]
+    assert "intra-op threads: 1\n" in (result.outcome.output or "")
 
 
 def test_main_guard_and_forwarding_constructors_through_the_cli(tmp_path: Path) -> None:

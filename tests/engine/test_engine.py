@@ -20,6 +20,8 @@ from engine_support import (
     start_check, write_tree,
 )
 
+pytestmark = pytest.mark.requires_torch
+
 PYPROJECT = """
 [tool.fxscope]
 timeout = 60
@@ -430,26 +432,26 @@ def test_overlay_is_traced_and_does_not_poison_the_cache(tmp_path):
                              "        if x.sum() > 0:\n            return x\n        return x + 1\n")
     warnings: list[str] = []
     with Engine(tmp_path, on_warning=warnings.append) as engine:
-        disk = check_report(engine.check())
+        disk = check_report(engine.check()).to_json()
         assert [(t["status"], t["cached"]) for t in disk["targets"]] == [("traced", False)]
 
-        unsaved = check_report(engine.check(overlays={str(path): buffer}))
+        unsaved = check_report(engine.check(overlays={str(path): buffer})).to_json()
         [target] = unsaved["targets"]
         assert (target["status"], target["cached"]) == ("failed", False)
         [finding] = unsaved["findings"]
         assert (finding["code"], finding["file"], finding["line"]) == ("FXS101", "m.py", 6)
         assert finding["column"] == 12
 
-        again = check_report(engine.check())  # the buffer closed: the disk version, from the cache
+        again = check_report(engine.check()).to_json()  # the buffer closed: the disk version, from the cache
         assert [(t["status"], t["cached"]) for t in again["targets"]] == [("traced", True)]
         assert again["findings"] == []
 
-        reopened = check_report(engine.check(overlays={str(path): buffer}))
+        reopened = check_report(engine.check(overlays={str(path): buffer})).to_json()
         assert [(t["status"], t["cached"]) for t in reopened["targets"]] == [("failed", True)]
     assert path.read_text() == on_disk
 
     with Engine(tmp_path) as engine:  # a new engine (another process) sees the disk result
-        fresh = check_report(engine.check())
+        fresh = check_report(engine.check()).to_json()
         assert [(t["status"], t["cached"]) for t in fresh["targets"]] == [("traced", True)]
         assert engine._pool is None  # answered without starting a worker
     assert warnings == []

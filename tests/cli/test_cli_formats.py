@@ -18,10 +18,12 @@ import jsonschema
 import pytest
 
 from fxscope.report import baseline, filters
-from fxscope.cli.formats import FORMATS, render
+from fxscope.cli.formats import FORMATS
+from fxscope.cli.formats import render as render_report
 from fxscope.cli.formats.github import escape_data, escape_property
 from fxscope.cli.formats.text import summary_line
 from fxscope.cli.progress import Progress
+from fxscope.model import Finding, Report
 from fxscope.model.codes import CODES
 
 GPT = """\
@@ -78,6 +80,15 @@ def ws(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return root
 
 
+def R(doc: dict) -> Report:
+    """The typed report of a report document (what the formats and filters take)."""
+    return Report.from_json(doc)
+
+
+def render(doc: dict | Report, fmt: str, *, color: bool, root: Path, **options: bool) -> str:
+    return render_report(doc if isinstance(doc, Report) else R(doc), fmt, color=color, root=root, **options)
+
+
 def _ops(root: Path) -> str:
     return str(root.parent / "venv" / "site-packages" / "lib" / "ops.py")
 
@@ -106,12 +117,14 @@ def make_report(root: Path) -> dict:
     ]
     targets = [
         {"id": "models/gpt.py::GPT", "kind": "class", "file": "models/gpt.py", "line": 1, "status": "partial",
-         "cached": False, "modules": [{"path": "", "type": "models.gpt.GPT", "status": "failed", "params": 0}]},
+         "cached": False, "duration_ms": 0.0, "nodes": 0,
+         "modules": [{"path": "", "type": "models.gpt.GPT", "status": "failed", "params": 0}]},
         {"id": "models/blocks.py::Block", "kind": "class", "file": "models/blocks.py", "line": 2,
-         "status": "failed", "cached": False,
+         "status": "failed", "cached": False, "duration_ms": 0.0, "nodes": 0,
          "modules": [{"path": "", "type": "models.blocks.Block", "status": "failed", "params": 0}]},
         {"id": "models/gpt.py::Wrapper", "kind": "class", "file": "models/gpt.py", "line": 10, "status": "traced",
-         "cached": True, "modules": [{"path": "", "type": "models.gpt.Wrapper", "status": "traced", "params": 0}]},
+         "cached": True, "duration_ms": 0.0, "nodes": 0,
+         "modules": [{"path": "", "type": "models.gpt.Wrapper", "status": "traced", "params": 0}]},
     ]
     return {
         "version": 1, "tool": {"name": "fxscope", "version": "0.1.0"}, "torch": "2.3.0", "root": str(root),
@@ -221,16 +234,16 @@ def test_text_colour_only_when_asked(ws: Path) -> None:
 
 
 def test_text_summary_variants(ws: Path) -> None:
-    assert summary_line(clean_report(ws)) == "All checks passed: 3 targets traced (2 cached) in 0.12s"
+    assert summary_line(R(clean_report(ws))) == "All checks passed: 3 targets traced (2 cached) in 0.12s"
     report = clean_report(ws)
     report["summary"].update(by_status={"traced": 2, "skipped": 1}, cached=0, suppressed=2, baselined=1)
-    assert summary_line(report) == ("All checks passed: 3 targets (2 traced, 1 skipped) in 0.12s "
-                                    "(2 suppressed, 1 in baseline)")
+    assert summary_line(R(report)) == ("All checks passed: 3 targets (2 traced, 1 skipped) in 0.12s "
+                                       "(2 suppressed, 1 in baseline)")
     report["summary"].update(targets=0, by_status={})
-    assert summary_line(report).startswith("No targets to check in 0.12s")
+    assert summary_line(R(report)).startswith("No targets to check in 0.12s")
     report = make_report(ws)
     report["findings"] = report["findings"][:1]
-    assert summary_line(report) == "Found 1 error in 1 of 3 targets (1 traced, 1 partial, 1 failed; 1 cached) in 0.42s"
+    assert summary_line(R(report)) == "Found 1 error in 1 of 3 targets (1 traced, 1 partial, 1 failed; 1 cached) in 0.42s"
     assert render(clean_report(ws), "text", color=False, root=ws) == (
         "All checks passed: 3 targets traced (2 cached) in 0.12s\n")
 
@@ -242,6 +255,7 @@ def test_json_roundtrip_and_dispatch(ws: Path) -> None:
     report = make_report(ws)
     out = render(report, "json", color=True, root=ws)
     assert json.loads(out) == report
+    assert R(json.loads(out)) == R(report)
     assert set(FORMATS) == {"text", "json", "sarif", "github"}
     with pytest.raises(ValueError, match="unknown format"):
         render(report, "xml", color=False, root=ws)
@@ -340,12 +354,12 @@ def test_sarif_clean_report_valid(ws: Path) -> None:
 # --- select / ignore ----------------------------------------------------------------------------
 
 
-def _codes(report: dict) -> list[str]:
-    return sorted(f["code"] for f in report["findings"])
+def _codes(report: Report) -> list[str]:
+    return sorted(f.code for f in report.findings)
 
 
 def test_select_ignore_prefixes(ws: Path) -> None:
-    report = make_report(ws)
+    report = R(make_report(ws))
     assert _codes(filters.select_findings(report, None, None)) == _codes(report)
     assert _codes(filters.select_findings(report, ["FXS1"], None)) == ["FXS101", "FXS104", "FXS106"]
     assert _codes(filters.select_findings(report, ["FXS101", "FXS2"], None)) == ["FXS101", "FXS201"]
@@ -355,8 +369,8 @@ def test_select_ignore_prefixes(ws: Path) -> None:
     assert _codes(filters.select_findings(report, ["FXS1"], ["FXS104"])) == ["FXS101", "FXS106"]
     assert _codes(filters.select_findings(report, ["FXS104"], ["FXS1"])) == ["FXS104"]
     selected = filters.select_findings(report, ["FXS2"], None)
-    assert selected["summary"]["by_severity"] == {"error": 0, "warning": 1, "info": 0, "hint": 0}
-    assert len(report["findings"]) == 5  # input untouched
+    assert selected.summary.by_severity == {"error": 0, "warning": 1, "info": 0, "hint": 0}
+    assert len(report.findings) == 5  # input untouched
     with pytest.raises(ValueError, match="unknown code or prefix"):
         filters.select_findings(report, ["E501"], None)
 
@@ -370,21 +384,21 @@ def test_suppression_comments(ws: Path) -> None:
     text = text.replace("n = int(", "n = int(  # fxscope: ignore[FXS101]")  # wrong code: kept
     text = text.replace("nn.Linear(4, 4)", "nn.Linear(4, 4)  # noqa  # fxscope: ignore")
     gpt.write_text(text)
-    out = filters.apply_suppressions(make_report(ws), ws)
+    out = filters.apply_suppressions(R(make_report(ws)), ws)
     assert _codes(out) == ["FXS104", "FXS106", "FXS201"]
-    assert out["summary"]["suppressed"] == 2
-    assert out["summary"]["by_severity"] == {"error": 2, "warning": 1, "info": 0, "hint": 0}
+    assert out.summary.suppressed == 2
+    assert out.summary.by_severity == {"error": 2, "warning": 1, "info": 0, "hint": 0}
 
 
 def test_suppression_uses_anchor_for_outside_files(ws: Path) -> None:
     blocks = ws / "models" / "blocks.py"
     blocks.write_text(BLOCKS.replace("to_numpy(x)", "to_numpy(x)  # fxscope: ignore[FXS106]"))
-    out = filters.apply_suppressions(make_report(ws), ws)
-    assert "FXS106" not in _codes(out) and out["summary"]["suppressed"] == 1
+    out = filters.apply_suppressions(R(make_report(ws)), ws)
+    assert "FXS106" not in _codes(out) and out.summary.suppressed == 1
     # A comment in the library file itself does not count.
     blocks.write_text(BLOCKS)
     Path(_ops(ws)).write_text(OPS.replace("t.numpy()", "t.numpy()  # fxscope: ignore"))
-    assert "FXS106" in _codes(filters.apply_suppressions(make_report(ws), ws))
+    assert "FXS106" in _codes(filters.apply_suppressions(R(make_report(ws)), ws))
 
 
 def test_suppressed_codes_parsing() -> None:
@@ -408,7 +422,7 @@ def test_suppressed_codes_parsing() -> None:
     ],
 )
 def test_exit_code(ws: Path, keep: list[str] | None, fail_on: str, code: int) -> None:
-    report = make_report(ws)
+    report = R(make_report(ws))
     if keep is not None:
         report = filters.select_findings(report, keep, None) if keep else filters.recount(report, [])
     assert filters.exit_code(report, fail_on) == code
@@ -418,6 +432,7 @@ def test_exit_code_info(ws: Path) -> None:
     report = clean_report(ws)
     report["findings"] = [{"code": "FXS405", "severity": "info", "message": "m", "file": "models/gpt.py",
                            "line": 1, "target": "t"}]
+    report = R(report)
     assert [filters.exit_code(report, s) for s in ("error", "warning", "info", "hint")] == [0, 0, 1, 1]
     with pytest.raises(ValueError):
         filters.exit_code(report, "fatal")
@@ -430,23 +445,23 @@ def test_baseline_filters_old_findings_keeps_new(ws: Path, tmp_path: Path) -> No
     old = make_report(ws)
     new_finding = old["findings"].pop(4)  # FXS201 appears later
     path = tmp_path / "baseline.json"
-    assert baseline.write_baseline(path, old, ws) == 4
+    assert baseline.write_baseline(path, R(old), ws) == 4
     doc = json.loads(path.read_text())
     assert doc["version"] == 1
     assert [(e["file"], e["line"], e["code"]) for e in doc["findings"]] == [
         ("models/blocks.py", 4, "FXS106"), ("models/gpt.py", 3, "FXS301"),
         ("models/gpt.py", 5, "FXS101"), ("models/gpt.py", 7, "FXS104")]
-    out = baseline.filter_baseline(make_report(ws), path, ws)
-    assert out["findings"] == [new_finding]
-    assert out["summary"]["baselined"] == 4
-    assert out["summary"]["by_severity"] == {"error": 0, "warning": 1, "info": 0, "hint": 0}
+    out = baseline.filter_baseline(R(make_report(ws)), path, ws)
+    assert [f.to_json() for f in out.findings] == [new_finding]
+    assert out.summary.baselined == 4
+    assert out.summary.by_severity == {"error": 0, "warning": 1, "info": 0, "hint": 0}
 
 
 def test_fingerprint_stable_when_lines_inserted_above(ws: Path, tmp_path: Path) -> None:
     before = make_report(ws)
-    fps = baseline.fingerprints(before["findings"], ws)
+    fps = baseline.fingerprints(R(before).findings, ws)
     path = tmp_path / "baseline.json"
-    baseline.write_baseline(path, before, ws)
+    baseline.write_baseline(path, R(before), ws)
 
     for name, text in (("gpt.py", GPT), ("blocks.py", BLOCKS)):
         (ws / "models" / name).write_text("import torch\n\n# a comment\n" + text)
@@ -456,13 +471,13 @@ def test_fingerprint_stable_when_lines_inserted_above(ws: Path, tmp_path: Path) 
             if loc and not os.path.isabs(loc["file"]):
                 loc["line"] += 3
                 loc["end_line"] = loc["end_line"] + 3 if "end_line" in loc else loc["line"]
-    assert baseline.fingerprints(after["findings"], ws) == fps
-    assert baseline.filter_baseline(after, path, ws)["findings"] == []
+    assert baseline.fingerprints(R(after).findings, ws) == fps
+    assert baseline.filter_baseline(R(after), path, ws).findings == ()
 
     # Changing the offending line itself gives a new fingerprint.
     (ws / "models" / "gpt.py").write_text(
         "import torch\n\n# a comment\n" + GPT.replace("if mask.any():", "if mask.all():"))
-    changed = baseline.fingerprints(after["findings"], ws)
+    changed = baseline.fingerprints(R(after).findings, ws)
     assert changed[0] != fps[0] and changed[1:] == fps[1:]
 
 
@@ -470,7 +485,7 @@ def test_fingerprint_duplicates_stay_distinct(ws: Path) -> None:
     (ws / "d.py").write_text("x.add_(1)\nx.add_(1)\n")
     f = {"code": "FXS201", "severity": "warning", "message": "m", "file": "d.py", "column": 1,
          "end_column": 10, "target": "t"}
-    a, b = {**f, "line": 1}, {**f, "line": 2}
+    a, b = Finding.from_json({**f, "line": 1}), Finding.from_json({**f, "line": 2})
     fps = baseline.fingerprints([b, a], ws)
     assert len(set(fps)) == 2
     assert baseline.fingerprints([a, b], ws) == fps[::-1]  # numbered in source order, not list order
@@ -479,12 +494,12 @@ def test_fingerprint_duplicates_stay_distinct(ws: Path) -> None:
 
 def test_fingerprint_ignores_message_and_indentation(ws: Path) -> None:
     f = make_report(ws)["findings"][4]
-    fp = baseline.fingerprint(f, ws)
-    assert baseline.fingerprint({**f, "message": "other wording", "scopes": []}, ws) == fp
+    fp = baseline.fingerprint(Finding.from_json(f), ws)
+    assert baseline.fingerprint(Finding.from_json({**f, "message": "other wording", "scopes": []}), ws) == fp
     (ws / "models" / "blocks.py").write_text(BLOCKS.replace("        x.add_(1)", "            x.add_(1)"))
-    assert baseline.fingerprint({**f, "column": 13, "end_column": 22}, ws) == fp
+    assert baseline.fingerprint(Finding.from_json({**f, "column": 13, "end_column": 22}), ws) == fp
     # The target is left out: shards and renames attribute a shared finding to another target.
-    assert baseline.fingerprint({**f, "column": 13, "end_column": 22, "target": "other"}, ws) == fp
+    assert baseline.fingerprint(Finding.from_json({**f, "column": 13, "end_column": 22, "target": "other"}), ws) == fp
 
 
 @pytest.mark.parametrize(
@@ -496,13 +511,13 @@ def test_malformed_baseline(ws: Path, tmp_path: Path, content: str) -> None:
     path = tmp_path / "bad.json"
     path.write_text(content)
     with pytest.raises(ValueError) as info:
-        baseline.filter_baseline(make_report(ws), path, ws)
+        baseline.filter_baseline(R(make_report(ws)), path, ws)
     assert str(path) in str(info.value) and "\n" not in str(info.value)
 
 
 def test_missing_baseline(ws: Path, tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="cannot read baseline"):
-        baseline.filter_baseline(make_report(ws), tmp_path / "nope.json", ws)
+        baseline.filter_baseline(R(make_report(ws)), tmp_path / "nope.json", ws)
 
 
 # --- progress -----------------------------------------------------------------------------------
@@ -550,6 +565,6 @@ def test_output_side_does_not_import_torch() -> None:
         "for m in f.FORMATS: __import__('fxscope.cli.formats.' + f._MODULES[m])\n"
         "assert 'torch' not in sys.modules, 'torch imported'\n"
     )
-    daemon = Path(__file__).resolve().parents[1] / "daemon"
+    daemon = Path(__file__).resolve().parents[2] / "daemon"
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(daemon), os.environ.get("PYTHONPATH")]))}
     subprocess.run([sys.executable, "-c", code], check=True, env=env)

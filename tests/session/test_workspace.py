@@ -16,79 +16,13 @@ from pathlib import Path
 import pytest
 
 from engine_support import cli_env, new_marker, processes_with_marker, write_tree
+from session_support import IDLE, ManualClock, Recorder, WorkspaceFactory
 
-from fxscope.session import ProgressEvent, ResultsEvent, SessionSettings, Workspace
 from fxscope.model import Snapshot
+from fxscope.session import SessionSettings, Workspace
 
-IDLE = 180  # seconds a round may take on a loaded 2-core machine (a limit, not a measurement)
+pytestmark = pytest.mark.requires_torch
 
-
-class ManualClock:
-    """A clock the test advances; due callbacks run synchronously inside :meth:`advance`."""
-
-    def __init__(self) -> None:
-        self.now_s = 0.0
-        self._timers: list[_Timer] = []
-        self._lock = threading.Lock()
-
-    def now(self) -> float:
-        return self.now_s
-
-    def call_later(self, delay: float, fn: Callable[[], None]) -> "_Timer":
-        timer = _Timer(self.now_s + delay, fn)
-        with self._lock:
-            self._timers.append(timer)
-        return timer
-
-    def advance(self, seconds: float) -> None:
-        self.now_s += seconds
-        with self._lock:
-            due = [t for t in self._timers if t.when <= self.now_s]
-            self._timers = [t for t in self._timers if t.when > self.now_s and not t.cancelled]
-        for t in due:
-            if not t.cancelled:
-                t.fn()
-
-
-class _Timer:
-    def __init__(self, when: float, fn: Callable[[], None]) -> None:
-        self.when, self.fn, self.cancelled = when, fn, False
-
-    def cancel(self) -> None:
-        self.cancelled = True
-
-
-class Recorder:
-    """Collects the session's callbacks (called from worker threads)."""
-
-    def __init__(self) -> None:
-        self.results: list[ResultsEvent] = []
-        self.progress: list[ProgressEvent] = []
-        self.warnings: list[str] = []
-        self.lock = threading.Lock()
-
-    def on_results(self, ev: ResultsEvent) -> None:
-        with self.lock:
-            self.results.append(ev)
-
-    def on_progress(self, ev: ProgressEvent) -> None:
-        with self.lock:
-            self.progress.append(ev)
-
-    def finished(self, since: int = 0) -> list[str]:
-        """Targets that finished (result or cancelled) in progress events after index ``since``."""
-        with self.lock:
-            return [ev.target for ev in self.progress[since:] if ev.target is not None]
-
-    def mark(self) -> int:
-        with self.lock:
-            return len(self.progress)
-
-
-def _workspace(root: Path, clock: ManualClock, rec: Recorder, **settings: object) -> Workspace:
-    return Workspace(root, settings=SessionSettings(**settings), clock=clock,  # type: ignore[arg-type]
-                     on_results=rec.on_results, on_progress=rec.on_progress,
-                     on_warning=rec.warnings.append)
 
 
 def _started(ws: Workspace, clock: ManualClock) -> None:
@@ -124,11 +58,12 @@ def _line_of(text: str, needle: str) -> int:
 # ---------------------------------------------------------------------------------------------
 
 
-def test_burst_of_changes_runs_at_most_twice_and_ends_with_the_final_text(tmp_path: Path) -> None:
+def test_burst_of_changes_runs_at_most_twice_and_ends_with_the_final_text(
+        tmp_path: Path, clock: ManualClock, rec: Recorder,
+        session: WorkspaceFactory) -> None:
     write_tree(tmp_path, {"net.py": NET, "pyproject.toml": "[tool.fxscope]\nworkers = 1\n"})
     path = tmp_path / "net.py"
-    clock, rec = ManualClock(), Recorder()
-    with _workspace(tmp_path, clock, rec, debounce_s=0.3) as ws:
+    with session(tmp_path, debounce_s=0.3) as ws:
         _started(ws, clock)
         assert ws.findings_for(path).findings == ()
         disk = path.read_text()
@@ -155,11 +90,12 @@ def test_burst_of_changes_runs_at_most_twice_and_ends_with_the_final_text(tmp_pa
         assert rec.warnings == []
 
 
-def test_an_isolated_edit_runs_at_once_and_a_burst_waits_for_the_debounce(tmp_path: Path) -> None:
+def test_an_isolated_edit_runs_at_once_and_a_burst_waits_for_the_debounce(
+        tmp_path: Path, clock: ManualClock, rec: Recorder,
+        session: WorkspaceFactory) -> None:
     write_tree(tmp_path, {"net.py": NET, "pyproject.toml": "[tool.fxscope]\nworkers = 1\n"})
     path = tmp_path / "net.py"
-    clock, rec = ManualClock(), Recorder()
-    with _workspace(tmp_path, clock, rec, debounce_s=0.3) as ws:
+    with session(tmp_path, debounce_s=0.3) as ws:
         _started(ws, clock)
         disk = path.read_text()
         ws.open(path, 1, disk)
@@ -214,13 +150,13 @@ def _wait_for(predicate: Callable[[], bool], timeout: float = IDLE) -> bool:
 
 @pytest.mark.slow
 def test_an_edit_kills_the_running_child_and_a_cancelled_target_keeps_its_result(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, clock: ManualClock, rec: Recorder,
+        session: WorkspaceFactory) -> None:
     marker = new_marker()
     monkeypatch.setenv("FXSCOPE_TEST_MARKER", marker)  # inherited by the zygote and its children
     write_tree(tmp_path, {"slow.py": SLOW, "pyproject.toml": "[tool.fxscope]\nworkers = 1\ntimeout = 900\n"})
     path = tmp_path / "slow.py"
-    clock, rec = ManualClock(), Recorder()
-    ws = _workspace(tmp_path, clock, rec, debounce_s=0.3)
+    ws = session(tmp_path, debounce_s=0.3)
     try:
         _started(ws, clock)
         before = ws.graph("slow.py::Slow")
@@ -290,10 +226,11 @@ HELPER_WS = {
 }
 
 
-def test_a_helper_edit_reruns_exactly_its_importers(tmp_path: Path) -> None:
+def test_a_helper_edit_reruns_exactly_its_importers(
+        tmp_path: Path, clock: ManualClock, rec: Recorder,
+        session: WorkspaceFactory) -> None:
     write_tree(tmp_path, HELPER_WS)
-    clock, rec = ManualClock(), Recorder()
-    with _workspace(tmp_path, clock, rec) as ws:
+    with session(tmp_path) as ws:
         _started(ws, clock)
         assert sorted(set(rec.finished())) == ["a.py::A", "b.py::B", "c.py::C"]
         helper = tmp_path / "helper.py"
@@ -317,11 +254,12 @@ def test_a_helper_edit_reruns_exactly_its_importers(tmp_path: Path) -> None:
         assert ws.findings_for(helper).findings == () and ws.files_with_findings() == []
 
 
-def test_a_result_of_an_older_snapshot_never_replaces_a_newer_one(tmp_path: Path) -> None:
+def test_a_result_of_an_older_snapshot_never_replaces_a_newer_one(
+        tmp_path: Path, clock: ManualClock, rec: Recorder,
+        session: WorkspaceFactory) -> None:
     write_tree(tmp_path, {"net.py": NET})
     path = tmp_path / "net.py"
-    clock, rec = ManualClock(), Recorder()
-    with _workspace(tmp_path, clock, rec) as ws:
+    with session(tmp_path) as ws:
         _started(ws, clock)
         [target] = ws.engine.discover().targets
         newer_text = _with_branch(path.read_text(), 7)
@@ -335,10 +273,11 @@ def test_a_result_of_an_older_snapshot_never_replaces_a_newer_one(tmp_path: Path
         assert finding.location.line == _line_of(newer_text, "# edit 7")
 
 
-def test_settings_switch_off_and_back_on(tmp_path: Path) -> None:
+def test_settings_switch_off_and_back_on(
+        tmp_path: Path, clock: ManualClock, rec: Recorder,
+        session: WorkspaceFactory) -> None:
     write_tree(tmp_path, HELPER_WS)
-    clock, rec = ManualClock(), Recorder()
-    with _workspace(tmp_path, clock, rec, enabled=False) as ws:
+    with session(tmp_path, enabled=False) as ws:
         ws.start(warm=False)
         assert ws.wait_idle(IDLE) and rec.finished() == []  # disabled: nothing runs
         ws.update_settings(SessionSettings(enabled=True))
@@ -352,10 +291,11 @@ def test_settings_switch_off_and_back_on(tmp_path: Path) -> None:
         assert (summary.qualname, summary.status, summary.targets) == ("A", "traced", ("a.py::A",))
 
 
-def test_pyproject_change_reloads_and_keeps_the_warm_pool(tmp_path: Path) -> None:
+def test_pyproject_change_reloads_and_keeps_the_warm_pool(
+        tmp_path: Path, clock: ManualClock, rec: Recorder,
+        session: WorkspaceFactory) -> None:
     write_tree(tmp_path, {**HELPER_WS, "pyproject.toml": "[tool.fxscope]\nworkers = 1\ntimeout = 30\n"})
-    clock, rec = ManualClock(), Recorder()
-    with _workspace(tmp_path, clock, rec) as ws:
+    with session(tmp_path) as ws:
         _started(ws, clock)
         pool = ws.engine.pool
         (tmp_path / "pyproject.toml").write_text("[tool.fxscope]\nworkers = 1\ntimeout = 31\n")
@@ -373,10 +313,11 @@ def test_pyproject_change_reloads_and_keeps_the_warm_pool(tmp_path: Path) -> Non
         assert any("timout" in w for w in rec.warnings)
 
 
-def test_new_and_deleted_files_update_discovery_incrementally(tmp_path: Path) -> None:
+def test_new_and_deleted_files_update_discovery_incrementally(
+        tmp_path: Path, clock: ManualClock, rec: Recorder,
+        session: WorkspaceFactory) -> None:
     write_tree(tmp_path, HELPER_WS)
-    clock, rec = ManualClock(), Recorder()
-    with _workspace(tmp_path, clock, rec) as ws:
+    with session(tmp_path) as ws:
         _started(ws, clock)
         write_tree(tmp_path, {"d.py": "from torch import nn\n\n\nclass D(nn.Module):\n"
                                       "    def forward(self, x):\n        return len(x)\n"})
@@ -431,12 +372,13 @@ def test_hover_nodes_come_from_memory_and_the_cache_without_torch(tmp_path: Path
         assert summary["nodes"] == 4 and summary["type_name"] == "net.Net" and summary["instances"] == [""]
 
 
-def test_suppression_is_read_from_the_buffer(tmp_path: Path) -> None:
+def test_suppression_is_read_from_the_buffer(
+        tmp_path: Path, clock: ManualClock, rec: Recorder,
+        session: WorkspaceFactory) -> None:
     write_tree(tmp_path, {"net.py": NET})
     path = tmp_path / "net.py"
     path.write_text(_with_branch(path.read_text(), 1))
-    clock, rec = ManualClock(), Recorder()
-    with _workspace(tmp_path, clock, rec) as ws:
+    with session(tmp_path) as ws:
         _started(ws, clock)
         [finding] = ws.findings_for(path).findings
         before = ws.findings_for(path).result_id
@@ -449,17 +391,17 @@ def test_suppression_is_read_from_the_buffer(tmp_path: Path) -> None:
 
 
 def test_cancel_interrupts_a_check_and_keeps_the_previous_result(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, clock: ManualClock, rec: Recorder,
+        session: WorkspaceFactory) -> None:
     from fxscope.errors import CheckInterrupted
 
     marker = new_marker()
     monkeypatch.setenv("FXSCOPE_TEST_MARKER", marker)
     write_tree(tmp_path, {"slow.py": SLOW, "pyproject.toml": "[tool.fxscope]\nworkers = 1\ntimeout = 900\n"})
     path = tmp_path / "slow.py"
-    clock, rec = ManualClock(), Recorder()
-    with _workspace(tmp_path, clock, rec) as ws:
+    with session(tmp_path) as ws:
         first = ws.check()
-        assert [t["status"] for t in first["targets"]] == ["traced"]
+        assert [t.status for t in first.targets] == ["traced"]
         path.write_text(_slow_version(path.read_text()))
         outcome: list[object] = []
         runner = threading.Thread(target=lambda: outcome.append(_catch(ws.check)))
