@@ -15,8 +15,8 @@ from typing import Any, Callable, Mapping
 
 import torch.nn as nn
 from torch.fx import Graph
-from torch.fx.node import _get_qualified_name
 
+from fxscope.trace._torch_compat import qualified_name
 from fxscope.trace.collection import GraphCollection
 from fxscope.trace.findings import Finding, FindingSet
 from fxscope.trace.frames import INTERNAL, FrameClassifier, SourceLocation
@@ -62,7 +62,7 @@ def _target_str(node: Any) -> str:
     if isinstance(t, str):
         return t
     try:
-        return _get_qualified_name(t)
+        return qualified_name(t)
     except Exception:
         return getattr(t, "__name__", repr(t))
 

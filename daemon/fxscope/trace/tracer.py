@@ -38,6 +38,8 @@ import torch
 import torch.nn as nn
 from torch.fx import Graph, Node, Proxy, Tracer
 
+from fxscope.trace._torch_compat import direct_parameters, pytree_out_spec, tree_unflatten, uses_pytree_codegen
+
 from fxscope.trace.classify import bool_construct, classify_exception, is_numpy, quoted, subject
 from fxscope.trace.findings import Finding, FindingSet
 from fxscope.trace.outputs import ReturnedValue, call_watching_return, unrecordable_output_hint, unrecordable_part
@@ -291,7 +293,7 @@ class RobustTracer(Tracer):
         pending = log[self._param_log_done:]
         for item, full in zip(pending[::2], pending[1::2]):
             if isinstance(item, nn.Module):
-                params = item._parameters.items() if not item._modules else item.named_parameters()
+                params = direct_parameters(item)
                 names = [(f"{full}.{name}" if full else name, p) for name, p in params if p is not None]
             else:
                 names = [(full, item)]
@@ -428,7 +430,7 @@ class RobustTracer(Tracer):
             self.call_args[key] = (args, kwargs)
         if key not in self.call_anchors:
             self.call_anchors[key] = self._user_anchor(m)
-        call = _ModuleCall(m, path, self.graph._root.prev, len(self.completed), full)
+        call = _ModuleCall(m, path, next(reversed(self.graph.nodes), None), len(self.completed), full)
         depth = len(self.module_stack)
         self._calls.append(call)
         try:
@@ -451,7 +453,7 @@ class RobustTracer(Tracer):
         if not call.failed:
             self.completed.append((full, "traced"))
             return ret
-        explored_end = self.graph._root.prev
+        explored_end = next(reversed(self.graph.nodes), None)
         del self.completed[call.completed_len:]
         self.record_call_module(m, call.message or "failed")
         num_calls = getattr(self, "num_calls", None)
@@ -518,11 +520,9 @@ class RobustTracer(Tracer):
         forward = inspect.unwrap(type(call.module).forward)
         where = f"`{type(call.module).__name__}.forward`"
         value = returned.value
-        spec = getattr(getattr(self.graph._codegen, "pytree_info", None), "out_spec", None)
+        spec = pytree_out_spec(self.graph)
         if spec is not None and isinstance(value, list):  # fx flattened it (pytree concrete args)
-            from torch.utils import _pytree
-
-            value = _pytree.tree_unflatten(value, spec)
+            value = tree_unflatten(value, spec)
         part = unrecordable_part(value, self._recordable)
         if part is not None:
             path, cls = part
@@ -891,13 +891,17 @@ class RobustTracer(Tracer):
         the exploration of a failed module."""
         graph = self.graph
         erased: set[Node] = set()
-        node = graph._root.prev if end is None else end
-        while node is not marker and node is not graph._root:
-            prev = node.prev
+        explored: list[Node] = []
+        for node in reversed(graph.nodes):  # last first
+            if end is not None and not explored and node is not end:
+                continue
+            if node is marker:
+                break
+            explored.append(node)
+        for node in explored:
             if not node.users:
                 graph.erase_node(node)
                 erased.add(node)
-            node = prev
         if erased and self._param_cache:
             for k in [k for k, p in self._param_cache.items() if p.node in erased]:
                 del self._param_cache[k]
@@ -924,7 +928,7 @@ def decorated_root_args(tracer: Tracer, create_args: Callable[..., tuple[Any, li
             or isinstance(concrete_args, tuple)):
         return create_args(root_fn, is_module, concrete_args)
     fn, args = create_args(inner, is_module, concrete_args)
-    if type(tracer.graph._codegen).__name__ == "_PyTreeCodeGen":
+    if uses_pytree_codegen(tracer.graph):
         return fn, args  # pytree concrete args: fx calls the inner forward itself
     skip = 1 if is_module else 0
     names = inner_code.co_varnames[skip : inner_code.co_argcount + inner_code.co_kwonlyargcount]

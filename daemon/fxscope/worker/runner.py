@@ -202,19 +202,18 @@ def warm_up() -> None:
 
     import torch
     import torch.overrides
-    import torch.utils._device  # noqa: F401 - imported lazily by nn.Module construction
 
     import fxscope.trace.analysis  # noqa: F401
     import fxscope.trace.build
+    from fxscope.trace._torch_compat import warm_imports, warm_override_tables
 
+    warm_imports()  # imported lazily by nn.Module construction
     fxscope.trace.build.warm_up()
 
     sysconfig.get_paths()
     site.getsitepackages()
     torch.overrides.get_overridable_functions()
-    tensor_methods = getattr(torch.overrides, "_get_tensor_methods", None)
-    if callable(tensor_methods):
-        tensor_methods()
+    warm_override_tables()
 
 
 def run_trace_job(raw_job: Mapping[str, Any]) -> dict[str, Any]:
