@@ -19,12 +19,14 @@ if str(DAEMON) not in sys.path:  # in-process Engine tests; the CLI tests set PY
     sys.path.insert(0, str(DAEMON))
 
 
-def write_tree(root: Path, files: dict[str, str]) -> None:
-    """Write ``{relative path: source}`` (dedented) under ``root``."""
+def write_tree(root: Path, files: dict[str, str], *, lstrip: bool = True) -> None:
+    """Write ``{relative path: source}`` (dedented; without its leading newlines when ``lstrip``)
+    under ``root``."""
     for rel, text in files.items():
         path = root / rel
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(textwrap.dedent(text).lstrip("\n"))
+        text = textwrap.dedent(text)
+        path.write_text(text.lstrip("\n") if lstrip else text)
 
 
 def cli_env(marker: str | None = None) -> dict[str, str]:
@@ -33,6 +35,7 @@ def cli_env(marker: str | None = None) -> dict[str, str]:
     env = dict(os.environ)
     env["PYTHONPATH"] = str(DAEMON) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     env.pop("NO_COLOR", None)
+    env.pop("FORCE_COLOR", None)
     env.pop("PYTHONDONTWRITEBYTECODE", None)  # as for most users: __pycache__ gets written
     if marker:
         env["FXSCOPE_TEST_MARKER"] = marker
@@ -72,6 +75,14 @@ class CheckRun:
 
     def uncached(self) -> set[str]:
         return {t["id"] for t in self.report["targets"] if not t["cached"]}
+
+
+def run_fxscope(cwd: Path, *args: str, env: dict[str, str] | None = None,
+                timeout: float = 600) -> subprocess.CompletedProcess[str]:
+    """Run ``python -m fxscope ARGS`` in ``cwd``: stdout and stderr captured (not terminals), no
+    stdin, this checkout first on PYTHONPATH (``env`` defaults to :func:`cli_env`)."""
+    return subprocess.run([sys.executable, "-m", "fxscope", *args], cwd=cwd, env=env or cli_env(),
+                          capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
 
 
 def check_command(*args: str) -> list[str]:

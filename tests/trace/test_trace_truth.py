@@ -28,7 +28,7 @@ from fxscope.trace.frames import INTERNAL, FrameClassifier
 from fxscope.trace.tracer import decorated_root_args
 from trace_support import MODELS_DIR, assert_located, describe, is_user_file, model_class, run, statuses
 
-pytestmark = pytest.mark.filterwarnings("ignore::UserWarning", "ignore::FutureWarning")
+pytestmark = [pytest.mark.requires_torch, pytest.mark.filterwarnings("ignore::UserWarning", "ignore::FutureWarning")]
 
 einops = pytest.importorskip("einops")
 

@@ -10,7 +10,11 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
+
 from engine_support import cli_env, new_marker, processes_with_marker, write_tree
+
+pytestmark = pytest.mark.requires_torch
 
 LIMIT = 240  # seconds the watcher may need on a loaded machine (a limit, not a measurement)
 

@@ -16,13 +16,13 @@ from pathlib import Path
 
 import pytest
 
-from engine_support import DAEMON, cli_env, new_marker, processes_with_marker, write_tree
+from engine_support import DAEMON, cli_env, new_marker, processes_with_marker, run_fxscope, write_tree
 
-TESTS = Path(__file__).resolve().parent
+TESTS = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(TESTS / "faults"))
 from procs import alive, wait_gone  # noqa: E402
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.requires_torch, pytest.mark.slow]
 
 HEALTHY = """
     from torch import nn
@@ -58,8 +58,7 @@ def slow_model(started: Path) -> str:
 
 
 def fxscope(root: Path, *args: str, env: dict[str, str], timeout: float = 180) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "fxscope", *args], cwd=root, env=env,
-                          capture_output=True, text=True, timeout=timeout)
+    return run_fxscope(root, *args, env=env, timeout=timeout)
 
 
 def start_check(root: Path, env: dict[str, str]) -> subprocess.Popen[str]:

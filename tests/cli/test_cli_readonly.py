@@ -20,7 +20,7 @@ import pytest
 
 from engine_support import CheckRun, check_command, cli_env, write_tree
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.requires_torch, pytest.mark.slow]
 
 WORKSPACE = {
     "pyproject.toml": """

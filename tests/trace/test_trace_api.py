@@ -15,6 +15,8 @@ from torch.fx.proxy import TraceError
 from fxscope.trace import GraphCollection, RobustTracer, recursive_trace
 from trace_support import MODELS_DIR, is_user_file, model_class
 
+pytestmark = pytest.mark.requires_torch
+
 
 def ops(graph: Graph) -> list[tuple[str, str]]:
     return [(n.op, str(n.target)) for n in graph.nodes]

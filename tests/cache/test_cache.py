@@ -21,7 +21,7 @@ from fxscope.cache import FileHasher, ResultCache, hash_bytes, hash_json, hash_t
 from fxscope.cache import hashing as hashing_module
 from fxscope.cache import store as store_module
 
-DAEMON = Path(__file__).resolve().parents[1] / "daemon"
+DAEMON = Path(__file__).resolve().parents[2] / "daemon"
 H1, H2, H3 = "1" * 64, "2" * 64, "3" * 64
 
 

@@ -7,12 +7,16 @@ import json
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from engine_support import check_command, cli_env, write_tree
 
 from fxscope.cache import FileHasher, ResultCache, claim_directory
 from fxscope.engine import workspace_state
 from fxscope.engine.workspace_state import WorkspaceState
 from fxscope.project.config import load_config
+
+pytestmark = pytest.mark.requires_torch
 
 HEALTHY = """
     from torch import nn

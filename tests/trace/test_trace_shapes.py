@@ -28,6 +28,8 @@ from fxscope.trace.shapes import ShapeAwareTracer
 from fxscope.trace.tracer import RobustTracer
 from trace_support import MODELS_DIR, assert_located, describe, is_user_file, model_class
 
+pytestmark = pytest.mark.requires_torch
+
 X = (2, 4, 8)
 
 #: class -> (marker tag, offending expression, code with inputs) for every marked line.
@@ -335,7 +337,7 @@ def test_cli_config_inputs_give_fxs501_and_shapes(tmp_path: Path) -> None:
         '[tool.fxscope.targets.shaped]\nfactory = "net:build"\ninputs = { x = [2, 16] }\n'
         '[tool.fxscope.targets.plain]\nfactory = "net:build"\n')
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    env["PYTHONPATH"] = str(Path(__file__).resolve().parents[1] / "daemon")
+    env["PYTHONPATH"] = str(Path(__file__).resolve().parents[2] / "daemon")
 
     def fxscope(*args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run([sys.executable, "-m", "fxscope", *args], cwd=root, env=env, text=True,
@@ -362,12 +364,15 @@ def test_cli_config_inputs_give_fxs501_and_shapes(tmp_path: Path) -> None:
 
 
 def test_render_graphs_prints_shapes() -> None:
-    doc = {"targets": [{"id": "t", "status": "traced", "modules": [], "findings": [], "graphs": [
+    from fxscope.model import Graphs, Report, ReportTarget, Summary
+
+    graphs = Graphs(json=[
         {"module": "", "nodes": [
             {"name": "add_3", "op": "call_function", "target": "operator.add", "scope": "", "scope_type": "m.Net",
              "shape": [2, 16, 64], "dtype": "f32"},
-            {"name": "size", "op": "call_method", "target": "size", "scope": "", "scope_type": "m.Net"}]}]}]}
-    text = render_graphs(doc, "t", None, "text")
+            {"name": "size", "op": "call_method", "target": "size", "scope": "", "scope_type": "m.Net"}]}])
+    report = Report("/w", "", (ReportTarget("t", "class", "m.py", 1, "traced", graphs=graphs),), (), Summary(1))
+    text = render_graphs(report, "t", None, "text")
     assert "  add_3: f32[2, 16, 64]  call_function" in text
     assert "  size                   call_method" in text
 

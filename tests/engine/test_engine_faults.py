@@ -8,6 +8,8 @@ import pytest
 
 from engine_support import locate, run_check, write_tree
 
+pytestmark = pytest.mark.requires_torch
+
 #: Seconds per trace: the hang waits it out once, and the other targets (Chatty's 20,000 prints
 #: take ~0.7 s, over 1 s on a loaded host) must finish well inside it.
 TIMEOUT = 6

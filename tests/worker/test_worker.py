@@ -20,7 +20,9 @@ from fxscope.worker import pool as pool_module
 from fxscope.worker.protocol import FrameDecoder, ProtocolError, encode, encode_attached, read_message
 from fxscope.worker.touched import touched_files
 
-TESTS = Path(__file__).resolve().parent
+pytestmark = pytest.mark.requires_torch
+
+TESTS = Path(__file__).resolve().parents[1]
 DAEMON = TESTS.parent / "daemon"
 RUNNERS = TESTS / "worker_runners.py"
 

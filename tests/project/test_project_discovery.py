@@ -12,15 +12,16 @@ from pathlib import Path
 
 import pytest
 
+from engine_support import write_tree
+
+
+def write(root: Path, files: dict[str, str]) -> None:
+    write_tree(root, files, lstrip=False)  # line numbers count the sources' first, empty line
+
 from fxscope.project import INHERITED, Discovery, FileError, Target, discover, load_config
 from fxscope.project import _summary
 
 
-def write(root: Path, files: dict[str, str]) -> None:
-    for name, text in files.items():
-        path = root / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(textwrap.dedent(text))
 
 
 def run(root: Path, **kwargs) -> Discovery:  # type: ignore[no-untyped-def]
@@ -430,7 +431,7 @@ def test_no_torch_import(tmp_path: Path) -> None:
         "assert [t.id for t in d.targets] == ['m.py::M'], d.targets\n"
         "assert 'torch' not in sys.modules\n"
     )
-    daemon = Path(__file__).resolve().parents[1] / "daemon"
+    daemon = Path(__file__).resolve().parents[2] / "daemon"
     env = {**os.environ, "PYTHONPATH": str(daemon)}
     subprocess.run([sys.executable, "-c", code], check=True, env=env, cwd=tmp_path)
 

@@ -28,6 +28,8 @@ from trace_support import (
     statuses,
 )
 
+pytestmark = pytest.mark.requires_torch
+
 # (module, class) -> expected findings: (code, file, marker tag, offending expression, scope paths).
 # The marker tag is the comment ending the offending line; the expression gives the columns.
 EXPECTED: dict[tuple[str, str], list[tuple[str, str, str, str, list[str]]]] = {

@@ -7,7 +7,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from engine_support import cli_env, write_tree
+
+pytestmark = pytest.mark.requires_torch
 
 WORKSPACE = {
     "pyproject.toml": "[tool.fxscope]\ntimeout = 60\n",

@@ -4,10 +4,13 @@ so what is built is what the device context builds."""
 
 from __future__ import annotations
 
+import pytest
 import torch
 from torch import nn, zeros  # a factory referenced before any build: never redirected
 
 from fxscope.trace.build import build_model
+
+pytestmark = pytest.mark.requires_torch
 
 ORIGINAL_FACTORIES = (torch.zeros, torch.empty, torch.arange, torch.tensor, torch.fft.fftfreq)
 

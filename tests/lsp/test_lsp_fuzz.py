@@ -17,14 +17,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from lsprotocol import types
 
-TESTS = Path(__file__).resolve().parent
+TESTS = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(TESTS / "lsp"))
 
 from lsp_support import SERVER, VSCODE, initialize, make_client, uri  # noqa: E402
 
 from engine_support import check_command, cli_env  # noqa: E402
 
-pytestmark = [pytest.mark.fuzz, pytest.mark.slow]
+pytestmark = [pytest.mark.requires_torch, pytest.mark.fuzz, pytest.mark.slow]
 
 BASE = """import torch
 from torch import nn

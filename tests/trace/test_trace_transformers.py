@@ -15,7 +15,7 @@ transformers = pytest.importorskip("transformers")
 
 from trace_support import MODELS_DIR, assert_located, is_user_file, model_class, run, statuses  # noqa: E402
 
-pytestmark = pytest.mark.filterwarnings("ignore::UserWarning", "ignore::FutureWarning")
+pytestmark = [pytest.mark.requires_torch, pytest.mark.filterwarnings("ignore::UserWarning", "ignore::FutureWarning")]
 
 
 def _site_file(path: str) -> bool:

@@ -9,6 +9,12 @@ from pathlib import Path
 
 import pytest
 
+from engine_support import write_tree
+
+
+def write(root: Path, files: dict[str, str]) -> None:
+    write_tree(root, files, lstrip=False)  # line numbers count the sources' first, empty line
+
 from fxscope.project import (
     DEFAULT_EXCLUDE,
     Config,
@@ -24,11 +30,6 @@ from fxscope.project import (
 from fxscope.project import files as files_module
 
 
-def write(root: Path, files: dict[str, str]) -> None:
-    for name, text in files.items():
-        path = root / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(textwrap.dedent(text))
 
 
 def pyproject(root: Path, body: str) -> None:

@@ -16,7 +16,7 @@ import pytest_lsp
 from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient
 
-TESTS = Path(__file__).resolve().parent
+TESTS = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(TESTS / "lsp"), str(TESTS / "faults")]
 
 from lsp_support import SERVER, VSCODE, initialize, make_client, uri, wait_startup, wait_until  # noqa: E402
@@ -28,7 +28,7 @@ from engine_support import new_marker, processes_with_marker  # noqa: E402
 MARKER = new_marker()
 _ENV = {**os.environ, "PYTHONUNBUFFERED": "1", "FXSCOPE_TEST_MARKER": MARKER}
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.requires_torch, pytest.mark.slow]
 
 
 @pytest_lsp.fixture(config=ClientServerConfig(server_command=SERVER, client_factory=make_client, server_env=_ENV))

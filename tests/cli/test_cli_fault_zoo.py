@@ -15,12 +15,12 @@ import pytest
 
 from engine_support import check_command, cli_env, locate, new_marker, processes_with_marker
 
-TESTS = Path(__file__).resolve().parent
+TESTS = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(TESTS / "faults"))
 from procs import wait_gone  # noqa: E402
 from zoo import EXPECTED, leftover_pids, write_zoo  # noqa: E402
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.requires_torch, pytest.mark.slow]
 
 
 def assert_zoo_report(root: Path, report: dict) -> None:

@@ -22,7 +22,11 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
+from engine_support import cli_env, run_fxscope
+
+pytestmark = pytest.mark.requires_torch
+
+REPO = Path(__file__).resolve().parents[2]
 PACKAGE_PARENT = REPO / "daemon"
 SCHEMAS = PACKAGE_PARENT / "fxscope" / "schemas"
 
@@ -110,20 +114,13 @@ MAIN_TARGETS = {
 
 
 def _env(**extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "FORCE_COLOR", "PYTHONPATH")}
-    old = os.environ.get("PYTHONPATH")
-    env["PYTHONPATH"] = str(PACKAGE_PARENT) + (os.pathsep + old if old else "")
-    env.update(extra)
-    return env
+    return {**cli_env(), **extra}
 
 
 def fxscope(cwd: Path, *args: str, env: dict[str, str] | None = None,
             timeout: float = 120) -> subprocess.CompletedProcess[str]:
     """Run ``python -m fxscope ARGS`` in ``cwd`` with stdout and stderr captured (not TTYs)."""
-    return subprocess.run(
-        [sys.executable, "-m", "fxscope", *args], cwd=cwd, env=env or _env(),
-        capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL,
-    )
+    return run_fxscope(cwd, *args, env=env, timeout=timeout)
 
 
 def _write(root: Path, files: dict[str, str], pyproject: str = "[tool.fxscope]\n") -> Path:

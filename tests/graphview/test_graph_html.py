@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import sys
 import textwrap
 from html.parser import HTMLParser
 from pathlib import Path
@@ -18,11 +16,13 @@ from pathlib import Path
 import pytest
 
 from browser_support import dump_dom, find_chromium, screenshot
+from engine_support import run_fxscope as fxscope
 
 CHROMIUM = find_chromium()
-pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="Chromium not installed (apt-get install chromium, or set FXSCOPE_CHROMIUM)")
+pytestmark = [pytest.mark.requires_torch, pytest.mark.skipif(
+    CHROMIUM is None, reason="Chromium not installed (apt-get install chromium, or set FXSCOPE_CHROMIUM)")]
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 MODEL = textwrap.dedent('''\
     import torch
@@ -142,10 +142,6 @@ def parse(html: str) -> Element:
     tree = _Tree()
     tree.feed(html)
     return tree.root
-
-
-def fxscope(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "fxscope", *args], cwd=cwd, capture_output=True, text=True, timeout=600)
 
 
 @pytest.fixture(scope="module")

@@ -18,7 +18,9 @@ from fxscope.worker import WorkerPool
 from fxscope.worker import pool as pool_module
 from fxscope.worker import reaper
 
-TESTS = Path(__file__).resolve().parent
+pytestmark = pytest.mark.requires_torch
+
+TESTS = Path(__file__).resolve().parents[1]
 FAULTS = TESTS / "faults"
 sys.path.insert(0, str(FAULTS))
 

@@ -14,6 +14,8 @@ import pytest
 
 from engine_support import check_command, cli_env, new_marker, processes_with_marker, write_tree
 
+pytestmark = pytest.mark.requires_torch
+
 HEALTHY = """
     import torch
     from torch import nn
