@@ -11,7 +11,8 @@ import pytest
 
 from session_support import ManualClock, Recorder
 
-from fxscope.session.scheduler import RoundControl, RoundPlan, Scheduler
+from fxscope.session.plans import RoundControl, RoundPlan
+from fxscope.session.scheduler import Scheduler
 
 WAIT = 60  # seconds a fake round may take on a loaded machine (a limit, not a measurement)
 

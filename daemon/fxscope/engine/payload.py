@@ -13,12 +13,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from fxscope.model import outcome
 from fxscope.model.codes import SEVERITIES
 
 __all__ = ["STATUSES", "payload_problem"]
 
-STATUSES = frozenset({"traced", "partial", "failed", "error", "skipped"})
-_MODULE_STATUSES = frozenset({"traced", "leaf", "failed", "unvisited"})
+STATUSES = frozenset(outcome.STATUSES)
+_MODULE_STATUSES = frozenset(outcome.MODULE_STATUSES)
 _OPS = frozenset({"placeholder", "get_attr", "call_function", "call_method", "call_module", "output"})
 
 

@@ -14,7 +14,8 @@ It sits above :mod:`fxscope.engine` (which checks an immutable snapshot) and :mo
 from fxscope.session.clock import Clock, MonotonicClock, Timer
 from fxscope.session.data import FileFindings, ProgressEvent, ResultsEvent, SessionSettings, WorkspaceStatus
 from fxscope.session.documents import DocumentStore
-from fxscope.session.scheduler import RoundPlan, RoundSource, Scheduler
+from fxscope.session.plans import RoundPlan, RoundSource
+from fxscope.session.scheduler import Scheduler
 from fxscope.session.store import ResultStore
 from fxscope.session.workspace import Workspace
 

@@ -18,7 +18,7 @@ from fxscope.report.build import build_report
 from fxscope.session.data import ResultsEvent
 from fxscope.session.documents import DocumentStore
 from fxscope.session.engine_host import EngineHost, Events
-from fxscope.session.scheduler import RoundControl, RoundPlan
+from fxscope.session.plans import RoundControl, RoundPlan
 from fxscope.session.store import ResultStore
 from fxscope.session.targets import TargetSet
 

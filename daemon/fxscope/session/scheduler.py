@@ -1,7 +1,7 @@
 """When to re-check what: the debounce, rounds, cancellation and idleness of one workspace.
 
 The scheduler knows target ids, files and snapshot generations, never the engine or the store: a
-:class:`RoundSource` (the Workspace) plans each round and runs it, and tells the scheduler which
+:class:`~fxscope.session.plans.RoundSource` (the Workspace) plans each round and runs it, and tells the scheduler which
 generation of a target's result it holds. It is the only code of the session that starts
 threads; time comes from an injected :class:`~fxscope.session.clock.Clock`, so tests drive a
 debounce by advancing a manual clock.
@@ -17,64 +17,12 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Protocol
 
 from fxscope.session.clock import Clock, Timer
 from fxscope.session.data import ProgressEvent
+from fxscope.session.plans import RoundControl, RoundPlan, RoundSource, SchedulerCounts
 
-__all__ = ["RoundControl", "RoundPlan", "RoundSource", "Scheduler", "SchedulerCounts"]
-
-
-class RoundControl(Protocol):
-    """What a running round asks the scheduler: is a target's job stale (a newer snapshot needs
-    it, or the round was cancelled), and that a target finished (delivered or cancelled)."""
-
-    generation: int
-
-    def stale(self, target_id: str) -> bool: ...
-
-    def finished(self, target_id: str) -> None: ...
-
-
-@dataclass(frozen=True)
-class RoundPlan:
-    """One round as its source planned it: the snapshot ``generation`` it computes for, every
-    target id it knows, the ids it wants run, and ``run(ids, control)``, which the scheduler
-    calls on the round's own thread."""
-
-    generation: int
-    known: frozenset[str]
-    wanted: frozenset[str]
-    run: Callable[[tuple[str, ...], RoundControl], None]
-
-
-class RoundSource(Protocol):
-    """The scheduler's view of its workspace."""
-
-    def plan(self, files: frozenset[str], everything: bool) -> RoundPlan | None:
-        """A round for the changes to ``files`` (all targets when ``everything``), planned on
-        the current snapshot; None when nothing can run."""
-
-    def stored_generation(self, target_id: str) -> int:
-        """The generation of the stored result of ``target_id`` (-1 when there is none)."""
-
-    def affected(self, file: str) -> frozenset[str]:
-        """The ids of the targets an edit of ``file`` can change."""
-
-
-@dataclass(frozen=True)
-class SchedulerCounts:
-    """Known targets with a current result (``done``), ``running`` and ``queued`` (requested
-    again after a cancelled job) ones, the rounds started (``checks``) and the last round's
-    wall time."""
-
-    total: int
-    done: int
-    running: int
-    queued: int
-    checks: int
-    last_duration_ms: float | None
+__all__ = ["Scheduler"]
 
 
 class _Control:
@@ -109,6 +57,7 @@ class Scheduler:
         self._idle = threading.Condition(self._lock)
         self._pending: set[str] = set()  # changed files awaiting the debounce
         self._everything = False
+        self._planning: list[frozenset[str] | None] = []  # files of the rounds being planned (None: all)
         self._timer: Timer | None = None
         self._last_edit: float | None = None
         self._requested: dict[str, int] = {}  # target id -> newest generation it must reflect
@@ -162,8 +111,17 @@ class Scheduler:
                 return
             files, self._pending = frozenset(self._pending), set()
             everything, self._everything = self._everything, False
-        plan = self._source.plan(files, everything)
+            planning = None if everything else files
+            self._planning.append(planning)  # busy while it is planned: never idle in between
+        try:
+            plan = self._source.plan(files, everything)
+        except BaseException:
+            with self._lock:
+                self._planning.remove(planning)
+                self._idle.notify_all()
+            raise
         with self._lock:
+            self._planning.remove(planning)
             if plan is None or self._closed:
                 self._idle.notify_all()
                 return
@@ -288,6 +246,8 @@ class Scheduler:
         with self._lock:
             if self._everything or (self._timer is not None and file in self._pending):
                 return True
+            if any(files is None or file in files for files in self._planning):
+                return True
             return any(tid in self._running or self._queued(tid) for tid in affected)
 
     def is_running(self, target_id: str) -> bool:
@@ -318,7 +278,7 @@ class Scheduler:
         clock a pending debounce only ends when the clock is advanced."""
         deadline = None if timeout is None else time.monotonic() + timeout
         with self._lock:
-            while self._timer is not None or self._rounds > 0:
+            while self._timer is not None or self._rounds > 0 or self._planning:
                 remaining = None if deadline is None else deadline - time.monotonic()
                 if remaining is not None and remaining <= 0:
                     return False
