@@ -13,7 +13,7 @@ from typing import Any
 from fxscope.project.discovery import FileError, Target
 from fxscope.model.codes import CODES, finding_dict
 
-__all__ = ["CheckResult", "TargetResult", "drop_covered_skips", "relativize", "skipped_result"]
+__all__ = ["CheckResult", "TargetResult", "drop_covered_skips", "is_static_skip", "relativize", "skipped_result"]
 
 
 @dataclass
@@ -64,6 +64,13 @@ def skipped_result(target: Target) -> TargetResult:
         hint=CODES["FXS405"].help, file=target.file, line=target.line,
     )
     return TargetResult(target, {"status": "skipped", "modules": [], "nodes": 0, "findings": [finding]})
+
+
+def is_static_skip(body: dict[str, Any]) -> bool:
+    """Whether ``body`` is a :func:`skipped_result` (decided from the source, never traced); a
+    class whose constructor raised without arguments is skipped by the worker, whose bodies name
+    the ``torch`` that ran. A cached static skip holds only while its class needs arguments."""
+    return body.get("status") == "skipped" and "torch" not in body
 
 
 def drop_covered_skips(results: list[TargetResult]) -> list[TargetResult]:

@@ -63,8 +63,9 @@ def merge_key(finding: dict[str, Any]) -> tuple[Any, ...]:
 
 def merge_findings(findings: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     """One finding per :func:`merge_key`, in input order (sort first): attributed to the first
-    target, with every target's scopes (each scope names its target) and, when several targets
-    saw it, their ids in ``targets``. The inputs are not modified."""
+    target, with every target's scopes (each scope names its target), every distinct call chain
+    (``related``; once chains differ, each entry names its target) and, when several targets saw
+    it, their ids in ``targets``. The inputs are not modified."""
     merged: dict[tuple[Any, ...], dict[str, Any]] = {}
     out: list[dict[str, Any]] = []
     for f in findings:
@@ -84,6 +85,7 @@ def merge_findings(findings: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
             for s in scopes:
                 if (s["path"], s["target"]) not in known:
                     first.setdefault("scopes", []).append(s)
+            _merge_related(first, f)
             targets = list(first.get("targets") or [first["target"]])
             for t in f.get("targets") or [f["target"]]:
                 if t not in targets:
@@ -91,6 +93,27 @@ def merge_findings(findings: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
         if len(targets) > 1:
             first["targets"] = targets
     return out
+
+
+def _chain(related: Iterable[dict[str, Any]]) -> tuple[tuple[Any, ...], ...]:
+    return tuple((*_range(r), r.get("message")) for r in related)
+
+
+def _merge_related(first: dict[str, Any], other: dict[str, Any]) -> None:
+    """Add ``other``'s call chain to ``first`` (a merged finding) unless it has that chain
+    already; once two chains differ, every entry names the target it was seen by."""
+    chain = _chain(other.get("related") or [])
+    if not chain:
+        return
+    existing = first.get("related") or []
+    by_target: dict[str, list[dict[str, Any]]] = {}
+    for r in existing:
+        by_target.setdefault(r.get("target") or first["target"], []).append(r)
+    if any(_chain(rs) == chain for rs in by_target.values()):
+        return
+    target = other["target"]
+    first["related"] = [{**r, "target": r.get("target") or first["target"]} for r in existing] + [
+        {**r, "target": r.get("target") or target} for r in other.get("related") or []]
 
 
 def library_of(file: str) -> str | None:
