@@ -145,3 +145,56 @@ def locate(root: Path, rel: str, marker: str, text: str | None = None) -> tuple[
             assert col >= 0, f"{text!r} not on line {number} of {rel}"
             return number, col + 1
     raise AssertionError(f"{marker!r} not in {rel}")
+
+
+def assert_failures_explained(report: dict[str, Any]) -> None:
+    """The report invariant: no target ends ``failed``, ``partial`` or ``error`` without an error
+    finding that names it (as its target, among its ``targets`` or its scopes' targets)."""
+    named: dict[str, list[str]] = {}
+    for f in report["findings"]:
+        if f["severity"] != "error":
+            continue
+        ids = {f.get("target"), *(f.get("targets") or ()), *(s.get("target") for s in f.get("scopes") or ())}
+        for tid in ids - {None}:
+            named.setdefault(tid, []).append(f["code"])
+    unexplained = [(t["id"], t["status"]) for t in report["targets"]
+                   if t["status"] in ("failed", "partial", "error") and not named.get(t["id"])]
+    assert unexplained == [], f"targets that failed without an error finding: {unexplained}"
+
+
+def assert_schema_describes(doc: Any, schema: dict[str, Any], where: str = "report") -> None:
+    """Every key of ``doc`` is a property the (report) ``schema`` describes at that place, so the
+    shipped schema documents everything the CLI prints (it allows unknown keys, so validation
+    alone would not notice an undocumented one)."""
+
+    def resolve(node: dict[str, Any]) -> dict[str, Any]:
+        while "$ref" in node:
+            node = schema["$defs"][node["$ref"].rsplit("/", 1)[1]]
+        return node
+
+    def properties(node: dict[str, Any]) -> dict[str, Any]:
+        node = resolve(node)
+        props = dict(node.get("properties", {}))
+        for part in node.get("allOf", []):
+            props.update(properties(part))
+        return props
+
+    def walk(value: Any, node: dict[str, Any], path: str) -> None:
+        node = resolve(node)
+        if isinstance(value, dict):
+            props = properties(node)
+            extra = node.get("additionalProperties")
+            for key, item in value.items():
+                if key in props:
+                    walk(item, props[key], f"{path}.{key}")
+                elif isinstance(extra, dict):
+                    walk(item, extra, f"{path}.{key}")
+                else:
+                    raise AssertionError(f"{path}.{key} is not described by the report schema")
+        elif isinstance(value, list):
+            items = node.get("items")
+            if isinstance(items, dict):
+                for i, item in enumerate(value):
+                    walk(item, items, f"{path}[{i}]")
+
+    walk(doc, schema, where)

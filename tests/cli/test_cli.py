@@ -21,6 +21,7 @@ from pathlib import Path
 
 import jsonschema
 import pytest
+from engine_support import assert_schema_describes
 
 from engine_support import cli_env, run_fxscope
 
@@ -137,10 +138,13 @@ def _json(proc: subprocess.CompletedProcess[str]) -> dict:
 
 
 def _validate(doc: dict, schema_file: str) -> None:
+    """``doc`` is valid against the shipped schema; a report is also fully described by it."""
     schema = json.loads((SCHEMAS / schema_file).read_text(encoding="utf-8"))
     cls = jsonschema.validators.validator_for(schema)
     cls.check_schema(schema)
     cls(schema).validate(doc)
+    if schema_file == "report.schema.json":
+        assert_schema_describes(doc, schema)
 
 
 def _key(finding: dict) -> tuple:

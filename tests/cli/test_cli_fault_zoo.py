@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from engine_support import check_command, cli_env, locate, new_marker, processes_with_marker
+from engine_support import (assert_failures_explained, check_command, cli_env, locate, new_marker,
+                            processes_with_marker)
 
 TESTS = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(TESTS / "faults"))
@@ -24,6 +25,7 @@ pytestmark = [pytest.mark.requires_torch, pytest.mark.slow]
 
 
 def assert_zoo_report(root: Path, report: dict) -> None:
+    assert_failures_explained(report)
     targets = {t["id"]: t for t in report["targets"]}
     assert set(targets) == set(EXPECTED), "every target must be reported, and only those"
     for tid, (status, code, text) in EXPECTED.items():

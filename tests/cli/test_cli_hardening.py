@@ -149,7 +149,15 @@ def _rewrite_payloads(root: Path, change) -> int:
                                              "file": "healthy.py", "line": 1}]}),
     lambda p: json.dumps({**p, "status": "bogus"}),
     lambda p: json.dumps({**p, "modules": [{"path": "", "type": None, "status": "traced", "params": 0}]}),
-], ids=["list", "findings-string", "message-int", "status", "module-type"])
+    lambda p: json.dumps({**p, "status": {"nested": 1}}),
+    lambda p: json.dumps({**p, "nodes": "many"}),
+    lambda p: json.dumps({**p, "nodes": None}),
+    lambda p: json.dumps({**p, "modules": [{"path": "", "type": "m.M", "status": ["traced"], "params": 0}]}),
+    lambda p: json.dumps({**p, "findings": [{"code": "FXS101", "severity": {"e": 1}, "message": "m",
+                                             "file": "healthy.py", "line": 1}]}),
+    lambda p: json.dumps({**p, "findings": None}),
+], ids=["list", "findings-string", "message-int", "status", "module-type", "status-object", "nodes-string",
+        "nodes-null", "module-status-list", "severity-object", "findings-null"])
 def test_cache_payload_of_the_wrong_shape_is_a_miss(tmp_path, change):
     root = tmp_path / "ws"
     write_tree(root, {"pyproject.toml": "[tool.fxscope]\n", "healthy.py": HEALTHY})

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from engine_support import locate, run_check, write_tree
+from engine_support import assert_failures_explained, locate, run_check, write_tree
 
 pytestmark = pytest.mark.requires_torch
 
@@ -176,6 +176,7 @@ def only(run, target, code):
 
 def test_other_targets_are_complete(faults):
     root, run = faults
+    assert_failures_explained(run.report)
     targets = run.targets
     assert targets["clean.py::Clean"]["status"] == "traced"
     assert [m["path"] for m in targets["clean.py::Clean"]["modules"]] == ["", "fc"]
@@ -269,6 +270,7 @@ def test_faults_are_cached_and_reported_again(faults):
 def test_huge_allocation_is_contained(tmp_path):
     write_tree(tmp_path, HUGE)
     run = run_check(tmp_path)
+    assert_failures_explained(run.report)
     assert run.targets["big.py::Fine"]["status"] == "traced"
     for target, marker in (("big.py::Huge", "MARK alloc"), ("big.py::OverLimit", "MARK over-limit")):
         assert run.targets[target]["status"] == "error"

@@ -203,7 +203,7 @@ def test_fxs104_hints_fit_what_failed() -> None:
     assert ".narrow(" in finding.hint
     # The generic help is for range()/int()/indexing: `.narrow` is no fix there.
     assert "narrow" not in CODES["FXS104"].help
-    _, report = run(model_class("python_number", "RangeOfSize"))
+    _, report = run(model_class("python_number", "IntOfTensor"))
     assert report.findings[0].hint is None  # the code's help applies
 
 
@@ -347,7 +347,10 @@ def check_against_plain_fx(key: tuple[str, str] | str, factory: Callable[[], nn.
                            concrete_args: dict[str, Any] | None = None) -> None:
     built, report = run(factory, concrete_args=concrete_args)
     cargs = concrete_args if concrete_args is not None else built.concrete_args
-    visited, graph = plain_fx_fix_loop(built.model, cargs)
+    # A model of its own: tracing sets attributes on the root (`_tensor_constant0`), which a
+    # second trace of the same object would number on from.
+    fresh = build_model(factory, is_user_file=is_user_file).model
+    visited, graph = plain_fx_fix_loop(fresh, cargs)
     errors = _errors(report)
     if not visited:
         if errors and key in BROKEN_WHEN_RUN:
@@ -373,13 +376,16 @@ def check_against_plain_fx(key: tuple[str, str] | str, factory: Callable[[], nn.
 
 
 def _corpus() -> list[tuple[str, str]]:
+    """Every model class of the corpus that builds without arguments (see NEEDS_ARGUMENTS)."""
     out = []
     for path in sorted(MODELS_DIR.glob("*.py")):
         if path.stem == "hf_wrappers" and importlib.util.find_spec("transformers") is None:
             continue
         module = importlib.import_module(path.stem)
+        unbuildable = set(getattr(module, "NEEDS_ARGUMENTS", ()))
         for name, obj in vars(module).items():
-            if inspect.isclass(obj) and issubclass(obj, nn.Module) and obj.__module__ == path.stem:
+            if inspect.isclass(obj) and issubclass(obj, nn.Module) and obj.__module__ == path.stem \
+                    and name not in unbuildable:
                 out.append((path.stem, name))
     return out
 
@@ -389,6 +395,65 @@ def test_corpus_agrees_with_plain_fx(key: tuple[str, str]) -> None:
     """Traceable by plain fx: no error and the same graph. Not traceable: every line plain fx
     fails at, fixing one failure after the other, is a line fxscope reported."""
     check_against_plain_fx(key, model_class(*key))
+
+
+def _corpus_inputs() -> list[tuple[str, str]]:
+    """Corpus classes with example inputs (a module's ``INPUTS``): traced shape-aware too."""
+    return [(stem, name) for stem, name in _corpus()
+            if name in getattr(importlib.import_module(stem), "INPUTS", {})]
+
+
+def _real_inputs(specs: dict[str, Any]) -> dict[str, torch.Tensor]:
+    """CPU tensors for input specs: floats normal, integers (positions) small, masks random."""
+    from fxscope.trace.inputs import DTYPES, parse_inputs
+
+    gen = torch.Generator().manual_seed(0)
+    out = {}
+    for name, spec in parse_inputs(specs).items():
+        dtype = DTYPES[spec.dtype]
+        if dtype.is_floating_point:
+            out[name] = torch.randn(spec.shape, generator=gen, dtype=dtype)
+        elif dtype == torch.bool:
+            out[name] = torch.randint(0, 2, spec.shape, generator=gen).bool()
+        else:
+            out[name] = torch.randint(0, 3, spec.shape, generator=gen, dtype=dtype)
+    return out
+
+
+@pytest.mark.parametrize("key", _corpus_inputs(), ids=lambda k: f"{k[0]}.{k[1]}")
+def test_shape_aware_mode_adds_no_error_plain_fx_does_not_have(key: tuple[str, str]) -> None:
+    """With example inputs: where plain fx traces the model, no error and a graph that computes
+    what the model computes (buffer writes included); where it fails, no error at a line that
+    fxscope without inputs does not report either (shape-aware tracing answers questions, it
+    never asks new ones)."""
+    import copy
+
+    from fxscope.trace.inputs import example_tensors, parse_inputs
+
+    specs = importlib.import_module(key[0]).INPUTS[key[1]]
+    built = build_model(model_class(*key), device="cpu", is_user_file=is_user_file)
+    model = built.model.eval()
+    shaped = analyze(model, is_user_file=is_user_file, inputs=example_tensors(parse_inputs(specs)))
+    plain_visited, _ = plain_fx_fix_loop(model, None)
+    errors = _errors(shaped)
+    if not plain_visited:
+        assert errors == [], f"plain fx traces {key}, shape-aware fxscope reports {describe(errors)}"
+        assert shaped.status == "traced"
+        inputs = _real_inputs(specs)
+        eager_model, graph_model = copy.deepcopy(model), copy.deepcopy(model)
+        gm = GraphModule(graph_model, shaped.collection.graph_for(""))
+        with torch.no_grad():
+            torch.manual_seed(1)
+            got = gm(**inputs)
+            torch.manual_seed(1)
+            torch.testing.assert_close(got, eager_model(**inputs))
+        for (name, got), (_, want) in zip(graph_model.named_buffers(), eager_model.named_buffers()):
+            torch.testing.assert_close(got, want, msg=f"buffer {name}")
+        return
+    _, unshaped = run(model_class(*key))
+    without = {(f.location.file, f.location.line, f.location.column) for f in _errors(unshaped)}
+    added = [f for f in errors if (f.location.file, f.location.line, f.location.column) not in without]
+    assert added == [], f"{key}: shape-aware errors that tracing without inputs does not have: {describe(added)}"
 
 
 def _hf_configs() -> dict[str, Callable[[Any], nn.Module]]:
@@ -479,3 +544,265 @@ def test_transformers_cache_output_is_fxs107_at_the_models_return(name: str) -> 
     assert "use_cache = false" in finding.hint
     fixed = analyze(model, {"use_cache": False}, inputs=inputs)
     assert fixed.status == "traced" and not _errors(fixed), describe(_errors(fixed))
+
+
+# ---------------------------------------------------------------------- tables, caches, no forward
+def _node_targets(graph: fx.Graph) -> list[tuple[str, str]]:
+    return [(n.op, str(n.target)) for n in graph.nodes]
+
+
+@pytest.mark.parametrize("with_inputs", [False, True], ids=["plain", "inputs"])
+def test_a_table_indexed_by_a_traced_position_is_one_getitem_node(with_inputs: bool) -> None:
+    """torch asks a traced index for its length while parsing it; plain fx's answer (an error)
+    makes torch record the lookup as one node, and fxscope gives the same answer."""
+    from fxscope.trace.inputs import example_tensors, parse_inputs
+
+    cls = model_class("position_tables", "RotaryTable")
+    model = build_model(cls, is_user_file=is_user_file, exact_meta=with_inputs).model
+    inputs = example_tensors(parse_inputs(importlib.import_module("position_tables").INPUTS["RotaryTable"]))
+    report = analyze(model, is_user_file=is_user_file, inputs=inputs if with_inputs else None)
+    assert report.findings == [] and report.status == "traced", describe(report.findings)
+    plain = fx.symbolic_trace(build_model(cls, is_user_file=is_user_file).model).graph
+    lookups = [t for t in _node_targets(plain) if t[1] == "__getitem__"]
+    assert lookups == [("call_method", "__getitem__")]  # what plain fx records, from the installed torch
+    assert [t for t in _node_targets(report.collection.graph_for("")) if t[1] == "__getitem__"] == lookups
+
+
+def test_a_cache_written_at_a_traced_position_is_recorded_in_shape_aware_mode() -> None:
+    """Shape-aware tracing proxies buffers; a write into one is the `__setitem__` node plain fx
+    records on the real buffer, never FXS105, and running the graph writes the buffer as eager
+    does."""
+    import copy
+
+    from fxscope.trace.inputs import example_tensors, parse_inputs
+
+    specs = importlib.import_module("cache_writes").INPUTS["CachedAttention"]
+    torch.manual_seed(0)
+    model = build_model(model_class("cache_writes", "CachedAttention"), device="cpu",
+                        is_user_file=is_user_file).model.eval()
+    plain = fx.symbolic_trace(copy.deepcopy(model)).graph
+    writes = [n for n in plain.nodes if n.target == "__setitem__"]
+    assert len(writes) == 2 and all(n.op == "call_method" for n in writes)
+    report = analyze(model, is_user_file=is_user_file, inputs=example_tensors(parse_inputs(specs)))
+    assert _errors(report) == [] and report.status == "traced", describe(report.findings)
+    ours = [n for n in report.collection.graph_for("").nodes if n.target == "__setitem__"]
+    assert [(n.op, n.args[0].op, n.args[0].target) for n in ours] == [
+        (n.op, n.args[0].op, n.args[0].target) for n in writes]
+    x = torch.randn(1, 3, 8)
+    input_pos = torch.tensor([2, 5, 7])
+    eager, traced = copy.deepcopy(model), copy.deepcopy(model)
+    gm = GraphModule(traced, report.collection.graph_for(""))
+    with torch.no_grad():
+        torch.testing.assert_close(gm(x, input_pos), eager(x, input_pos))
+    torch.testing.assert_close(traced.kv_cache.k_cache, eager.kv_cache.k_cache)
+    assert traced.kv_cache.k_cache[:, :, input_pos].abs().sum() > 0
+
+
+def test_a_module_without_forward_is_an_error_at_its_class() -> None:
+    """Plain fx raises NotImplementedError (its message from the installed torch is kept); the
+    target is failed with an error at the class, and nothing about the modules it holds."""
+    for name, tag in (("StateHolder", "FXS107 holder"), ("LayerStack", "FXS107 stack")):
+        built, report = run(model_class("no_forward", name))
+        with pytest.raises(NotImplementedError) as plain:
+            fx.symbolic_trace(built.model)
+        (finding,) = report.findings
+        assert finding.code == "FXS107" and report.status == "failed"
+        assert_located(finding.location, "no_forward.py", tag, name)
+        assert "has no `forward`" in finding.message and str(plain.value) in finding.message
+        assert "factory" in finding.hint
+    # Inside a model that fails, the holder is looked through (nothing calls it): no finding.
+    _, report = run(model_class("no_forward", "FailsAroundStateHolder"))
+    assert [f.code for f in report.findings] == ["FXS101"]
+    assert statuses(report)["state.proj"] == "leaf"
+
+
+def test_a_failure_without_a_model_frame_still_has_a_finding() -> None:
+    """A forward compiled from generated source fails with no model line on the stack: the
+    target is not left failed without a word; the error is at its class."""
+    built, report = run(model_class("generated_forward", "GeneratedForward"))
+    with pytest.raises(fx.proxy.TraceError):
+        fx.symbolic_trace(built.model)
+    (finding,) = report.findings
+    assert report.status == "failed" and finding.code == "FXS107"
+    assert_located(finding.location, "generated_forward.py", "FXS107 generated", "GeneratedForward")
+    assert "no line of model code" in finding.message and CODES["FXS101"].title in finding.message
+
+
+# ---------------------------------------------------------------------- guarded raises
+def test_the_models_own_raise_after_a_traced_condition_is_no_finding() -> None:
+    """Plain fx stops at the `if`; the `raise` behind it is not reported, and the forward is
+    explored on past it (the other branch of the last condition): a later problem is found."""
+    _, report = run(model_class("guarded_raise", "ShapeCheck"))
+    assert [f.code for f in report.findings] == ["FXS101", "FXS101"], describe(report.findings)
+    _, report = run(model_class("guarded_raise", "ValueCheckThenLength"))
+    assert [f.code for f in report.findings] == ["FXS101", "FXS103"], describe(report.findings)
+    _, report = run(model_class("guarded_raise", "CheckInHelper"))
+    assert [f.code for f in report.findings] == ["FXS101"], describe(report.findings)
+    assert not any("ValueError" in f.message or "RuntimeError" in f.message for f in report.findings)
+
+
+# ---------------------------------------------------------------------- hints that work
+def test_wrap_functions_under_a_decorated_forward_explains_why_and_what_works(tmp_path: Path,
+                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """fx replaces a wrapped function in the module globals of each forward it traces; a forward
+    decorated by a wrapper from another module (`@torch.autocast`) has that module's globals. The
+    hint says so, and both fixes it gives work."""
+    module = importlib.import_module("einops_calls")
+    wrap = module.einops_functions()
+    (tmp_path / "autocast_parent.py").write_text(textwrap.dedent("""
+        from torch import nn
+
+        from einops_calls import AutocastHeads
+
+
+        class Parent(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.heads = AutocastHeads()
+                self.proj = nn.Linear(8, 8)
+
+            def forward(self, x):
+                return self.heads(self.proj(x)) * 2
+    """))
+    (tmp_path / "autocast_wrapped.py").write_text(textwrap.dedent("""
+        import torch
+        from einops import rearrange
+        from torch import nn
+
+        torch.fx.wrap("rearrange")
+
+
+        class Heads(nn.Module):
+            @torch.autocast("cpu", enabled=False)
+            def forward(self, x):
+                return rearrange(x, "b n (h d) -> b h n d", h=2)
+    """))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    parent = importlib.import_module("autocast_parent").Parent
+    for cls, leaf in ((module.AutocastHeads, False), (parent, True)):
+        with pytest.raises(RuntimeError, match="einops"):  # plain fx, same autowrap functions, fails too
+            fx.Tracer(autowrap_functions=wrap).trace(build_model(cls).model)
+        built = build_model(cls, is_user_file=is_user_file)
+        report = analyze(built.model, is_user_file=is_user_file, wrap_functions=wrap)
+        (finding,) = _errors(report)
+        assert_located(finding.anchor, "einops_calls.py", "ANCHOR autocast",
+                       'rearrange(x, "b n (h d) -> b h n d", h=2)')
+        hint = finding.hint
+        assert 'wrap-functions = ["einops:rearrange"]' not in hint  # it is there already
+        assert "`AutocastHeads.forward` is decorated" in hint and "torch.amp.autocast_mode" in hint
+        assert 'torch.fx.wrap("rearrange")' in hint and "`einops_calls.py`" in hint
+        # The layer as a leaf is a fix inside a model, never for the target itself.
+        assert ('leaf-modules = ["einops_calls.AutocastHeads"]' in hint) == leaf
+    # Following the first fix: the layer is one node, nothing fails.
+    built = build_model(parent, is_user_file=is_user_file)
+    fixed = analyze(built.model, is_user_file=is_user_file, wrap_functions=wrap, leaf_types=(module.AutocastHeads,))
+    assert _errors(fixed) == [] and fixed.status == "traced"
+    # Following the second: torch.fx.wrap at module level of the calling file.
+    heads = importlib.import_module("autocast_wrapped").Heads
+    wrapped = analyze(build_model(heads).model)
+    assert wrapped.findings == [] and wrapped.status == "traced", describe(wrapped.findings)
+    assert [n.target for n in wrapped.collection.graph_for("").nodes if n.op == "call_function"] == [einops.rearrange]
+
+
+def test_a_loop_over_a_traced_size_suggests_example_inputs_and_they_work() -> None:
+    from fxscope.trace.inputs import example_tensors, parse_inputs
+
+    _, report = run(model_class("sequential_scan", "ScanOverSequence"))
+    (finding,) = report.findings
+    assert finding.code == "FXS104" and "torch.arange(n)` does not help" in finding.hint
+    assert "inputs = {" in finding.hint and "torch.fx.wrap" in finding.hint
+    specs = importlib.import_module("sequential_scan").INPUTS
+    model = build_model(model_class("sequential_scan", "ScanOverSequence"), exact_meta=True).model
+    shaped = analyze(model, is_user_file=is_user_file,
+                     inputs=example_tensors(parse_inputs(specs["ScanOverSequence"])))
+    assert [f.code for f in shaped.findings] == ["FXS501"] and shaped.status == "traced"
+    assert shaped.findings[0].message.startswith("specialised on x.shape[1] == 5")
+    # The other fix: the loop in a torch.fx.wrap function.
+    _, wrapped = run(model_class("sequential_scan", "WrappedScan"))
+    assert wrapped.findings == [] and wrapped.status == "traced"
+
+
+def test_fxs501_only_where_the_graph_depends_on_the_answer_named_in_source_terms() -> None:
+    from fxscope.trace.inputs import example_tensors, parse_inputs
+
+    specs = importlib.import_module("shape_answers").INPUTS
+
+    def shaped(name: str) -> Any:
+        model = build_model(model_class("shape_answers", name), exact_meta=True).model
+        return analyze(model, is_user_file=is_user_file, inputs=example_tensors(parse_inputs(specs[name])))
+
+    # A slice bound recorded as a node: the graph is shape-generic.
+    report = shaped("SliceByInputSize")
+    assert report.findings == [], describe(report.findings)
+    getitem = [n for n in report.collection.graph_for("").nodes if n.target is __import__("operator").getitem]
+    assert any(isinstance(s, slice) and isinstance(s.stop, fx.Node)
+               for n in getitem if isinstance(n.args[1], tuple) for s in n.args[1])
+    # A buffer's length is the same for every input: nothing specialised.
+    assert shaped("BufferLength").findings == []
+    # A dtype reached through other nodes is named as the source writes it, not by node names.
+    report = shaped("FinfoOfComputedValue")
+    (finding,) = report.findings
+    assert finding.code == "FXS501"
+    assert finding.message.startswith(f"specialised on h.dtype == {torch.get_default_dtype()}")
+    names = {n.name for n in report.collection.graph_for("").nodes}
+    assert not any(word.strip("(),.`") in names - {"x", "h"} for word in finding.message.split())
+
+
+def test_unused_submodule_of_an_installed_library_is_not_yours_to_remove(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "fakelib_attention.py").write_text(textwrap.dedent("""
+        import torch
+        from torch import nn
+
+
+        class Attention(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.qkv = nn.Linear(8, 24)
+                self.attn_drop = nn.Dropout(0.1)
+                self.spare_proj = nn.Linear(8, 8)
+
+            def forward(self, x):
+                q, k, v = self.qkv(x).chunk(3, -1)
+                return nn.functional.scaled_dot_product_attention(q, k, v)
+    """))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    attention = importlib.import_module("fakelib_attention").Attention
+    built = build_model(attention, is_user_file=is_user_file)
+    report = analyze(built.model, sites=built.sites, is_user_file=is_user_file)
+    hints = {f.scopes[0][0]: f.hint for f in report.findings if f.code == "FXS301"}
+    assert sorted(hints) == ["attn_drop", "spare_proj"]
+    for hint in hints.values():
+        assert "installed library `fakelib_attention`" in hint and "DistributedDataParallel" in hint
+        assert "Remove it" not in hint and "nothing to remove" in hint
+    assert "`attn_drop` has none" in hints["attn_drop"]
+    params = sum(p.numel() for p in built.model.spare_proj.parameters())
+    assert f"`spare_proj` has {params:,} parameter values" in hints["spare_proj"]
+
+
+def test_unused_submodule_of_a_transformers_model_gets_the_library_hint() -> None:
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    pytest.importorskip("transformers")
+    from hf_models import small_hf_models
+
+    built = build_model(small_hf_models()["t5"])
+    report = analyze(built.model, sites=built.sites)
+    unused = [f for f in report.findings if f.code == "FXS301"]
+    assert unused, describe(report.findings)
+    for finding in unused:
+        assert _site_packages(finding.location.file)
+        assert "installed library `transformers`" in finding.hint and "Remove it" not in finding.hint
+
+
+def test_a_head_called_only_without_the_optional_input_advises_concrete_args() -> None:
+    built, report = run(model_class("unused", "HeadWhenNoMask"))
+    (finding,) = report.findings
+    assert finding.code == "FXS301" and "concrete-args = { mask = None }" in finding.hint
+    assert 'factory = "unused:HeadWhenNoMask"' in finding.hint
+    # Following it: the head is called, nothing is unused, and plain fx agrees on the graph.
+    fixed = analyze(built.model, {"mask": None}, sites=built.sites, is_user_file=is_user_file)
+    assert fixed.findings == [] and fixed.status == "traced"
+    check_against_plain_fx(("unused", "HeadWhenNoMask"), model_class("unused", "HeadWhenNoMask"), {"mask": None})
+    # Other unused submodules keep the code's help (remove it or call it).
+    _, report = run(model_class("unused", "UnusedSubmodule"))
+    assert report.findings[0].hint is None

@@ -28,7 +28,8 @@ from fxscope.errors import CheckInterrupted, WorkerStartError
 from fxscope.cache import FileHasher, ResultCache, claim_directory, hash_json, hash_text
 from fxscope.engine.faults import WorkerFault, fault_result, is_fault_body
 from fxscope.engine.payload import payload_problem
-from fxscope.engine.results import CheckResult, TargetResult, drop_covered_skips, relativize, skipped_body
+from fxscope.engine.results import (CheckResult, TargetResult, drop_covered_skips, is_static_skip, relativize,
+                                    skipped_body)
 from fxscope.engine.workspace_state import WorkspaceState
 from fxscope.project.config import Config, load_config, target_line
 from fxscope.model import Snapshot, TargetOutcome
@@ -304,11 +305,11 @@ class Engine:
                 if use_cache else {})
         for t in targets:
             hit = hits.get(t.id)
-            if hit is not None and retry_faults and is_fault_body(hit.payload):
-                hit = None
             if hit is not None and payload_problem(hit.payload) is not None:
                 hit = None  # an entry of the wrong shape (edited, another version) is a miss
-            if hit is not None and bool(hit.payload.get("status") == "skipped") == t.needs_args:
+            if hit is not None and retry_faults and is_fault_body(hit.payload):
+                hit = None
+            if hit is not None and is_static_skip(hit.payload) == t.needs_args:
                 r = TargetResult(t, TargetOutcome.from_json(hit.payload, target=t.id), cached=True)
                 self._warn(r.outcome.warnings, warned)  # e.g. a bad leaf-modules entry: said on every check
             elif t.needs_args:

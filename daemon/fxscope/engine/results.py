@@ -7,7 +7,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -15,8 +15,8 @@ from fxscope.model import TargetOutcome
 from fxscope.model.codes import CODES, finding_dict
 from fxscope.project.discovery import FileError, Target
 
-__all__ = ["CheckResult", "TargetResult", "class_type", "covered_skips", "drop_covered_skips", "relativize", "skipped_body",
-           "skipped_result"]
+__all__ = ["CheckResult", "TargetResult", "class_type", "covered_skips", "drop_covered_skips", "is_static_skip",
+           "relativize", "skipped_body", "skipped_result"]
 
 
 @dataclass(frozen=True)
@@ -70,6 +70,13 @@ def skipped_body(target: Target) -> dict[str, Any]:
 def skipped_result(target: Target) -> TargetResult:
     """The result of a class that needs constructor arguments and has no factory (FXS405)."""
     return TargetResult(target, TargetOutcome.from_json(skipped_body(target), target=target.id))
+
+
+def is_static_skip(body: Mapping[str, Any]) -> bool:
+    """Whether a result ``body`` is a :func:`skipped_body` (decided from the source, never traced); a
+    class whose constructor raised without arguments is skipped by the worker, whose bodies name
+    the ``torch`` that ran. A cached static skip holds only while its class needs arguments."""
+    return body.get("status") == "skipped" and "torch" not in body
 
 
 def class_type(target: Target) -> str | None:

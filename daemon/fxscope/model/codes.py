@@ -67,9 +67,10 @@ _TABLE = [
         "FXS104", "traced-python-number", "error",
         "A traced value is used as a Python number or index",
         "`int()`, `float()`, `range()` and list indexing need a concrete number. Keep the computation "
-        "in torch ops, which accept traced sizes (`torch.arange(n)` instead of `range(n)`, "
+        "in torch ops, which accept traced sizes (`torch.arange(n)` for an index tensor, "
         "`torch.zeros((b, n))`, `torch.index_select` instead of indexing a list), pass the value as a "
-        "concrete arg, or move the code into a function marked with `torch.fx.wrap`.",
+        "concrete arg, or move the code into a function marked with `torch.fx.wrap`. A loop over "
+        "`range(n)` of a traced size traces with example inputs (`inputs`, shape-aware mode).",
     ),
     Code(
         "FXS105", "traced-item-assignment", "error",

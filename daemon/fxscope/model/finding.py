@@ -88,6 +88,6 @@ class Finding:
             target=target if target is not None else str(data.get("target") or ""),
             scopes=tuple(Scope.from_json(s) for s in data.get("scopes") or ()),
             anchor=Location.from_json(anchor) if anchor else None,
-            related=tuple(Location.from_json(r) for r in data.get("related") or ()),
+            related=tuple(Location.related_from_json(r) for r in data.get("related") or ()),
             targets=tuple(str(t) for t in data.get("targets") or ()),
         )

@@ -13,7 +13,7 @@ the report.
 ...      "inputs": ["x"], "file": "m.py", "line": 6}]}], "files": {"m.py": "ab12"}}
 >>> out = TargetOutcome.from_json(body, target="m.py::Net")
 >>> out.status, out.modules[0].location, [n.name for n in out.graphs[0].nodes]
-('traced', Location(file='m.py', line=3, column=None, end_line=None, end_column=None, message=None), ['x', 'relu'])
+('traced', Location(file='m.py', line=3, column=None, end_line=None, end_column=None, message=None, target=None), ['x', 'relu'])
 >>> out.graphs[0].nodes[1].target_id, out.to_json()["graphs"] == body["graphs"]
 ('m.py::Net', True)
 """

@@ -3,7 +3,8 @@
 Paths inside the workspace are root-relative posix paths; paths outside stay absolute. The same
 problem seen by several targets is one finding: same code, same range and same anchor (two call
 sites of one library function are two findings, each at its own anchor); it keeps every target
-(``scopes`` name theirs, and ``targets`` lists them all when more than one saw it).
+(``scopes`` name theirs, ``targets`` lists them all when more than one saw it) and every target's
+call chain (``related``; once the chains differ, each entry names its target).
 
 >>> from fxscope.model import Location
 >>> a = Finding("FXS402", "error", "m", Location("m.py", 1), target="a")
@@ -54,24 +55,48 @@ def merge_key(finding: Finding) -> tuple[Any, ...]:
 
 def merge_findings(findings: Iterable[Finding]) -> list[Finding]:
     """One finding per :func:`merge_key`, in input order (sort first): attributed to the first
-    target, with every target's scopes (each scope names its target) and, when several targets
-    saw it, their ids in ``targets``."""
+    target, with every target's scopes (each scope names its target), every distinct call chain
+    (``related``; once chains differ, each entry names its target) and, when several targets saw
+    it, their ids in ``targets``."""
     order: list[tuple[Any, ...]] = []
     first: dict[tuple[Any, ...], Finding] = {}
     scopes: dict[tuple[Any, ...], list[Scope]] = {}
+    related: dict[tuple[Any, ...], list[Location]] = {}
     targets: dict[tuple[Any, ...], list[str]] = {}
     for f in findings:
         key = merge_key(f)
         own = [s if s.target else replace(s, target=f.target) for s in f.scopes]
         if key not in first:
             order.append(key)
-            first[key], scopes[key], targets[key] = f, own, list(f.all_targets())
+            first[key], scopes[key], related[key], targets[key] = f, own, list(f.related), list(f.all_targets())
             continue
         known = {(s.path, s.target) for s in scopes[key]}
         scopes[key].extend(s for s in own if (s.path, s.target) not in known)
+        related[key] = _merge_related(related[key], first[key].target, f)
         targets[key].extend(t for t in f.all_targets() if t not in targets[key])
-    return [replace(first[k], scopes=tuple(scopes[k]), targets=tuple(targets[k]) if len(targets[k]) > 1 else ())
+    return [replace(first[k], scopes=tuple(scopes[k]), related=tuple(related[k]),
+                    targets=tuple(targets[k]) if len(targets[k]) > 1 else ())
             for k in order]
+
+
+def _chain(related: Iterable[Location]) -> tuple[tuple[Any, ...], ...]:
+    return tuple((*r.range_key(), r.message) for r in related)
+
+
+def _merge_related(existing: list[Location], first_target: str, other: Finding) -> list[Location]:
+    """The call chains of a merged finding (``existing``, first seen by ``first_target``) with
+    ``other``'s chain added unless it has that chain already; once two chains differ, every
+    entry names the target it was seen by."""
+    chain = _chain(other.related)
+    if not chain:
+        return existing
+    by_target: dict[str, list[Location]] = {}
+    for r in existing:
+        by_target.setdefault(r.target or first_target, []).append(r)
+    if any(_chain(rs) == chain for rs in by_target.values()):
+        return existing
+    return ([r if r.target else replace(r, target=first_target) for r in existing]
+            + [r if r.target else replace(r, target=other.target) for r in other.related])
 
 
 def library_of(file: str) -> str | None:

@@ -18,10 +18,10 @@ from collections.abc import Iterable
 from typing import Any
 
 import torch.nn as nn
-from torch.fx import Graph
+from torch.fx import Graph, Tracer
 
-__all__ = ["device_constructors", "direct_parameters", "pytree_out_spec", "qualified_name", "tree_unflatten",
-           "uses_pytree_codegen", "warm_imports", "warm_override_tables"]
+__all__ = ["autowrap_function_ids", "device_constructors", "direct_parameters", "pytree_out_spec", "qualified_name",
+           "tree_unflatten", "uses_pytree_codegen", "warm_imports", "warm_override_tables"]
 
 
 def qualified_name(fn: Any) -> str:
@@ -51,6 +51,14 @@ def tree_unflatten(values: list[Any], spec: Any) -> Any:
     from torch.utils import _pytree
 
     return _pytree.tree_unflatten(values, spec)
+
+
+def autowrap_function_ids(tracer: Tracer) -> frozenset[int]:
+    """Ids of the functions ``tracer`` records as one node wherever it patches them: its
+    ``autowrap_functions`` and fx's own math functions (``Tracer._autowrap_function_ids``); empty
+    when this torch keeps no such set."""
+    ids = getattr(tracer, "_autowrap_function_ids", None)
+    return frozenset(ids) if isinstance(ids, (set, frozenset)) else frozenset()
 
 
 def device_constructors() -> set[Any]:

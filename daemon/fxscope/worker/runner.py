@@ -8,7 +8,8 @@ A job is a :class:`~fxscope.worker.trace_job.TraceJob` as JSON::
 The result is a JSON dict: the trace report body (``status``, ``modules``, ``findings`` with
 absolute paths, ``graphs``, ``nodes``, ``forward_order``) plus ``files`` (root-relative path ->
 sha256 of the content used), ``device`` and ``torch``. Import and build failures are findings
-(FXS402, FXS401) with status ``error``, never exceptions. When a module was missing, ``files``
+(FXS402, FXS401) with status ``error``, never exceptions; a discovered class whose constructor
+takes arguments and raises without them is skipped (FXS405). When a module was missing, ``files``
 also maps the places that would have provided it to ``"absent"`` (``dir/`` for a package
 directory; absolute when outside the root), so the result is stale once one of them appears.
 
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import inspect
 import os
 import sys
 import traceback
@@ -56,7 +58,8 @@ def user_file_predicate(root: str, excluded: tuple[str, ...] = (
 
 
 def _tb_locations(e: BaseException, is_user_file: Callable[[str], bool]) -> list[dict[str, Any]]:
-    """Workspace frames of ``e``'s traceback with exact ranges, outermost first."""
+    """Workspace frames of ``e``'s traceback with exact ranges, outermost first, each with what
+    the line is doing: ``imported from here`` (module-level code), else ``in <function>``."""
     from fxscope.trace.frames import traceback_location
 
     out = []
@@ -65,7 +68,10 @@ def _tb_locations(e: BaseException, is_user_file: Callable[[str], bool]) -> list
         raw = tb.tb_frame.f_code.co_filename
         filename = os.path.abspath(raw)  # "<frozen importlib._bootstrap>" is no file (under the cwd)
         if not raw.startswith("<") and is_user_file(filename):
-            out.append(traceback_location(tb).to_json())
+            loc = traceback_location(tb)
+            function = tb.tb_frame.f_code.co_name
+            note = "imported from here" if function == "<module>" else f"in {function}"
+            out.append({**loc.to_json(), "message": note})
         tb = tb.tb_next
     return out
 
@@ -87,12 +93,40 @@ def _error_finding(code: str, message: str, e: BaseException, is_user_file: Call
     else:
         related = _tb_locations(e, is_user_file)
         if related:
-            finding.update(related.pop())
+            innermost = related.pop()
+            innermost.pop("message")
+            finding.update(innermost)
         else:
             finding.update(fallback)
     if related:
-        finding["related"] = [{**r, "message": "imported from here"} for r in related[-8:]]
+        finding["related"] = related[-8:]
     return finding
+
+
+def _takes_arguments(cls: Any) -> bool:
+    """Whether the constructor of ``cls`` accepts any argument (optional ones too)."""
+    try:
+        return bool(inspect.signature(cls).parameters)
+    except (TypeError, ValueError):
+        return False
+
+
+def _needs_arguments(target: Any, error: BaseException, cause: BaseException,
+                     is_user_file: Callable[[str], bool], fallback: dict[str, Any]) -> dict[str, Any]:
+    """A discovered class whose constructor takes arguments and raised when fxscope called it
+    without any (an assert on optional parameters, a constructor inherited past a mixin): skipped,
+    FXS405 at the class with the exception and the constructor's frames, as for a class that
+    visibly needs arguments. (A constructor without parameters that raises is FXS401, an error;
+    so is a configured factory that raises.)"""
+    from fxscope.model.codes import CODES, finding_dict
+
+    message = (f"`{target.qualname}` needs constructor arguments: building it without arguments raised "
+               f"{error}, and no factory is configured")
+    finding = finding_dict("FXS405", message, hint=CODES["FXS405"].help, **fallback)
+    related = _tb_locations(cause, is_user_file)
+    if related:
+        finding["related"] = related[-8:]
+    return {"status": "skipped", "modules": [], "nodes": 0, "findings": [finding]}
 
 
 def _import_target(job: TraceJob) -> Callable[[], Any]:
@@ -227,6 +261,7 @@ def run_trace_job(raw_job: Mapping[str, Any]) -> dict[str, Any]:
 
     from fxscope.trace.analysis import analyze
     from fxscope.trace.build import BuildError, build_model
+    from fxscope.trace.frames import SourceLocation
 
     job = TraceJob.from_json(raw_job)
     root, config, target = job.root, job.config, job.target
@@ -268,6 +303,8 @@ def run_trace_job(raw_job: Mapping[str, Any]) -> dict[str, Any]:
                             exact_meta=bool(target.inputs))
     except BuildError as be:
         cause = be.__cause__ or be
+        if target.kind == "class" and _takes_arguments(factory):  # built on fxscope's own initiative
+            return finish(_needs_arguments(target, be, cause, is_user_file, fallback), cause)
         what = "factory" if target.kind == "factory" else "constructor"
         return finish({"status": "error", "modules": [], "nodes": 0,
                        "findings": [_error_finding("FXS401", f"the {what} raised {be}", cause, is_user_file, fallback)]}, cause)
@@ -289,7 +326,9 @@ def run_trace_job(raw_job: Mapping[str, Any]) -> dict[str, Any]:
     try:
         report = analyze(built.model, concrete or None, is_user_file=is_user_file, leaf_types=leaf_types,
                          sites=built.sites, extra_findings=built.findings, inputs=inputs,
-                         wrap_functions=wrap_functions)
+                         wrap_functions=wrap_functions,
+                         target_site=SourceLocation(job.fallback_file, max(job.fallback_line, 1))
+                         if job.fallback_file else None)
     except Exception as e:  # a bug in the tracer itself must still give a located answer
         detail = "".join(traceback.format_exception_only(type(e), e)).strip()
         return finish({"status": "error", "modules": [], "nodes": 0,

@@ -11,6 +11,10 @@
 
     Found 1 error in 1 of 2 targets (1 traced, 1 partial) in 0.42s
 
+A finding seen by several targets lists each module instance once, with the targets that saw it
+(``in: <root> (models.gpt.GPT) [models/gpt.py::GPT, gpt-small]``), and each target's call chain
+when they differ (``via: tools/build.py:7 (in build_small) [gpt-small]``).
+
 Info-level findings (FXS405 "needs constructor arguments", ...) are listed only when asked
 (``show_info``: ``--show-info``, or a ``--select`` that kept them); otherwise each code is one line
 (``331 classes need constructor arguments: configure factories or `auto-targets = false```).
@@ -114,9 +118,27 @@ def _snippet(loc: Location, source: SourceCache, style: _Style, sgr: str) -> lis
     return lines
 
 
+#: How many targets one scope of ``in:`` names before "and N more".
+MAX_TARGETS = 3
+
+
 def _scopes(scopes: Sequence[Scope]) -> str:
-    shown = [printable(f"{s.path or '<root>'} ({s.type})") for s in scopes[:MAX_SCOPES]]
-    more = len(scopes) - MAX_SCOPES
+    """``blocks.0 (m.Block), blocks.1 (m.Block)``; a finding merged across targets lists each
+    module instance once, with the targets it was seen in: ``<root> (m.Net) [a.py::Net, tiny]``."""
+    grouped: dict[tuple[str, str], list[str]] = {}
+    for s in scopes:
+        targets = grouped.setdefault((s.path, s.type), [])
+        if s.target and s.target not in targets:
+            targets.append(s.target)
+    several = len({t for ts in grouped.values() for t in ts}) > 1
+    shown = []
+    for (path, kind), targets in list(grouped.items())[:MAX_SCOPES]:
+        text = f"{path or '<root>'} ({kind})"
+        if several and targets:
+            more = len(targets) - MAX_TARGETS
+            text += f" [{', '.join(targets[:MAX_TARGETS])}{f' and {more} more' if more > 0 else ''}]"
+        shown.append(printable(text))
+    more = len(grouped) - MAX_SCOPES
     return ", ".join(shown) + (f" and {more} more" if more > 0 else "")
 
 
@@ -171,6 +193,8 @@ def _finding(finding: Finding, root: Path, source: SourceCache, style: _Style,
             continue  # importlib's own frames (<frozen importlib._bootstrap>): not the user's chain
         path = where.file if where.outside else display_path(where.file, root)
         note = f" ({printable(where.message)})" if where.message else ""
+        if where.target:  # merged chains of several targets: whose this step is
+            note += f" [{printable(where.target)}]"
         lines.append(f"  {style('via:', '1')} {printable(path)}:{_position(where)}{note}")
     return lines
 

@@ -1,0 +1,569 @@
+"""Zero-config coverage on a corpus of public PyTorch repositories: how much of a repository's own
+model code ``fxscope check`` reaches when a user opens it with no configuration, and whether every
+error it reports is one that plain ``torch.fx`` produces on the same build.
+
+For each repository of ``REPOS`` (or ``--repos``), with a fresh cache directory and no fxscope
+configuration (a repository's own ``pyproject.toml`` is used as it is), the script runs
+``fxscope check REPO --format json --fail-on never`` in a subprocess, then the same check again on
+the same cache, and prints:
+
+- classes: the discovered class targets (``kind == "class"``);
+- reached: classes traced as a target (status traced, partial or failed) or appearing as a module
+  instance with status traced or failed inside any target (matched by qualified name
+  ``module.Class``, or by the class's file and line);
+- errors reported, targets by status, FXS405 (needs constructor arguments) count;
+- first-run wall time and cached re-check wall time;
+- plain-fx agreement: every target fxscope traced is rebuilt in a fresh process the way fxscope
+  built it (:func:`rebuild`) and traced with plain ``torch.fx.symbolic_trace``. They agree when
+  fxscope reports an error exactly when plain fx fails and, when it fails, the innermost workspace
+  frame of plain fx's traceback is among fxscope's error locations (a finding's line or anchor).
+  A false error is an fxscope error where plain fx traces; a missed failure the opposite.
+
+In the table, targets by status are t(raced) p(artial) f(ailed) e(rror) s(kipped), and the agreement
+column is ``agree/compared`` then fe (false errors), mi (missed failures), mp (misplaced: plain fx
+fails on a line fxscope does not report) and nr (not rebuilt); each one is listed under the row.
+Then the totals: the share of classes reached overall and per repository, the agreement figures,
+and each repository's figures against the "before" figures recorded in ``REPOS`` (measured on the
+code before zero-config construction).
+
+Getting the corpus (one checkout per repository, named ``OWNER+NAME``; the commits are in ``REPOS``;
+``--print-setup DIR`` prints these commands for every repository)::
+
+    git clone https://github.com/OWNER/NAME DIR/OWNER+NAME && git -C DIR/OWNER+NAME checkout COMMIT
+
+Installing the extra packages the repositories import: fxscope runs their code in its own
+interpreter, so they go into a separate environment with torch and fxscope. torchvision does not
+import with the CPU torch wheel; the repositories whose model packages import it carry a
+``blocker`` and their figures are also totalled apart::
+
+    python -m venv .venv-corpus
+    .venv-corpus/bin/pip install -r requirements/torch.txt
+    .venv-corpus/bin/pip install -e . PACKAGES...     # the union of REPOS' packages (--print-setup)
+
+Usage: .venv-corpus/bin/python benchmarks/zero_config.py --corpus DIR [--repos nanoGPT,whisper]
+       [--no-agreement] [--json OUT]
+
+The script needs no network: it reads the checkouts and runs fxscope and python on them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+DAEMON_DIR = Path(__file__).resolve().parent.parent / "daemon"
+TRACED = ("traced", "partial", "failed")  # a target that was traced, with or without findings
+REACHED_MODULE = ("traced", "failed")  # a module instance whose own forward was traced
+VENV_DIRS = (".venv", "venv", "site-packages", "dist-packages", "node_modules", ".tox", ".nox")
+
+
+@dataclass(frozen=True)
+class Figures:
+    """The figures of one repository that a later run is compared with."""
+
+    classes: int
+    reached: int
+    errors: int
+    fxs405: int
+    false_errors: int = 0
+
+
+@dataclass(frozen=True)
+class Repo:
+    """One corpus repository: where to get it, what it needs, what was measured on it."""
+
+    name: str  # OWNER/NAME
+    commit: str
+    kind: str
+    packages: tuple[str, ...] = ()  # extra pip packages its model files import
+    before: Figures | None = None  # measured before zero-config construction
+    #: Why its model files cannot all be imported here (left out of the "importable" totals).
+    blocker: str | None = None
+
+    @property
+    def dirname(self) -> str:
+        return self.name.replace("/", "+")
+
+
+#: The corpus. ``before``: measured on the code before zero-config construction (fxscope 0.1.0,
+#: torch 2.13 CPU, 2 cores), the issue's "about 1 in 10".
+REPOS: tuple[Repo, ...] = (
+    Repo("karpathy/nanoGPT", "3adf61e154c3fe3fca428ad6bc3818b27a3b8291", "GPT LLM (config dataclass)",
+         before=Figures(classes=5, reached=0, errors=0, fxs405=5)),
+    Repo("karpathy/minGPT", "37baab71b9abea1b76ab957409a1cc2fbfba8a26", "GPT LLM (CfgNode config)",
+         before=Figures(classes=4, reached=1, errors=0, fxs405=3)),
+    Repo("pytorch-labs/gpt-fast", "32971d3129541c5bfb4f715abc33d1c5f408d204",
+         "LLaMA-style LLM (rotary, KV cache, from_name)",
+         before=Figures(classes=15, reached=0, errors=0, fxs405=15)),
+    Repo("lucidrains/vit-pytorch", "69d24fe9e3024c0d4b02761123b8583a24ebed1e", "ViT collection", ("einops",),
+         before=Figures(classes=356, reached=0, errors=1, fxs405=335),
+         blocker="the package's __init__ imports torchvision, which does not import on the CPU torch wheel"),
+    Repo("kentaroy47/vision-transformers-cifar10", "5bb83d36018b314c3020558541015bb01bce15bc",
+         "ViT collection (argparse-built)", ("einops",),
+         before=Figures(classes=49, reached=0, errors=0, fxs405=49)),
+    Repo("lucidrains/x-transformers", "9252ed7838021ee61e6c5be0930b3a9a88efdf06", "transformer library",
+         ("einops", "einx", "loguru", "packaging", "torch-einops-utils"),
+         before=Figures(classes=88, reached=5, errors=7, fxs405=83)),
+    Repo("openai/whisper", "c0d2f624c09dc18e709e37c2ad90c039a4eb72a2", "speech (encoder-decoder)",
+         ("numba", "tiktoken", "more-itertools", "tqdm"),
+         before=Figures(classes=8, reached=0, errors=0, fxs405=8)),
+    Repo("openai/guided-diffusion", "22e0df8183507e13a7813f8d38d51b072ca1e67c", "diffusion UNet",
+         before=Figures(classes=13, reached=2, errors=0, fxs405=11)),
+    Repo("Tianxiaomo/pytorch-YOLOv4", "a65d219f9066bae4e12003bd7cdc04531860c672", "detection (YOLOv4)",
+         before=Figures(classes=23, reached=20, errors=10, fxs405=5)),
+    Repo("milesial/Pytorch-UNet", "21d7850f2af30a9695bbeea75f3136aa538cfc4a", "segmentation (UNet)",
+         before=Figures(classes=5, reached=0, errors=0, fxs405=5)),
+    Repo("alxndrTL/mamba.py", "2cc168c78b2494557f45072c4b8daa9d6f5608c7", "state-space models (Mamba)",
+         before=Figures(classes=25, reached=0, errors=0, fxs405=25)),
+    Repo("lucidrains/vector-quantize-pytorch", "0d7d1aa83334b6f2f8a40306bece75cdaa13d065", "vector quantisers",
+         ("einops", "einx"), before=Figures(classes=21, reached=2, errors=3, fxs405=18)),
+    Repo("pytorch/examples", "77f55b912142e11fcfdf5b530231fb9c52f181e8", "PyTorch examples",
+         before=Figures(classes=67, reached=13, errors=19, fxs405=38)),
+    Repo("eriklindernoren/PyTorch-GAN", "36d3c77e5ff20ebe0aeefd322326a134a279b93e", "GAN collection",
+         before=Figures(classes=96, reached=21, errors=31, fxs405=35)),
+    Repo("AntixK/PyTorch-VAE", "a6896b944c918dd7030e7d795a8c13e5c6345ec7", "VAE collection (yaml configs)",
+         ("pyyaml",), before=Figures(classes=27, reached=0, errors=1, fxs405=26),
+         blocker="models/__init__ imports dfcvae, which imports torchvision"),
+)
+
+
+# -- the check ------------------------------------------------------------------------------------
+
+def clean_env() -> dict[str, str]:
+    """The environment of a user who just opened the repository: no fxscope variables, offline."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FXSCOPE_")}
+    env.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", PYTHONDONTWRITEBYTECODE="1")
+    return env
+
+
+def run_check(python: str, repo_dir: Path, cache_dir: Path, timeout: float) -> tuple[dict[str, Any], float]:
+    """``fxscope check`` on ``repo_dir`` as JSON, and its wall time in seconds."""
+    cmd = [python, "-m", "fxscope", "check", str(repo_dir), "--root", str(repo_dir), "--format", "json",
+           "--fail-on", "never", "--cache-dir", str(cache_dir)]
+    start = time.perf_counter()
+    proc = subprocess.run(cmd, check=False, cwd=repo_dir, env=clean_env(), capture_output=True, text=True, timeout=timeout)
+    elapsed = time.perf_counter() - start
+    if proc.returncode != 0:
+        raise RuntimeError(f"fxscope check exited {proc.returncode}: {proc.stderr.strip()[-2000:]}")
+    return json.loads(proc.stdout), elapsed
+
+
+# -- module names, as fxscope's discovery gives them ----------------------------------------------
+
+def python_path(repo_dir: Path) -> list[Path]:
+    """fxscope's default ``python-path``: the root, and ``src/`` when it exists."""
+    return [repo_dir, repo_dir / "src"] if (repo_dir / "src").is_dir() else [repo_dir]
+
+
+def dotted(parts: list[str]) -> str | None:
+    """``["pkg", "m.py"]`` -> ``"pkg.m"``; None when a part is not an identifier."""
+    if not parts or not parts[-1].endswith(".py"):
+        return None
+    names = parts[:-1] + [parts[-1][:-3]]
+    if names[-1] == "__init__":
+        names.pop()
+    return ".".join(names) if names and all(n.isidentifier() for n in names) else None
+
+
+def module_name(repo_dir: Path, rel: str) -> str | None:
+    """The dotted module name fxscope imports the workspace file ``rel`` as (None: by path)."""
+    names = []
+    for entry in python_path(repo_dir):
+        prefix = "" if entry == repo_dir else entry.relative_to(repo_dir).as_posix() + "/"
+        if rel.startswith(prefix):
+            names.append(rel[len(prefix):].split("/"))
+    return dotted(min(names, key=len)) if names else None
+
+
+def path_module_name(rel: str) -> str:
+    """The name fxscope gives a workspace file it imports by path."""
+    return "_fxscope_target_" + "".join(c if c.isalnum() else "_" for c in rel)
+
+
+def qualname(target: dict[str, Any]) -> str:
+    return target["id"].partition("::")[2]
+
+
+def class_names(repo_dir: Path, target: dict[str, Any]) -> set[str]:
+    """The qualified names (``module.Class``) a class target's instances can carry."""
+    names = {f"{path_module_name(target['file'])}.{qualname(target)}"}
+    module = module_name(repo_dir, target["file"])
+    if module:
+        names.add(f"{module}.{qualname(target)}")
+    return names
+
+
+# -- the figures of one report --------------------------------------------------------------------
+
+@dataclass
+class Agreement:
+    """Plain fx against fxscope on every traced target of one repository."""
+
+    compared: int = 0
+    agree: int = 0
+    false_errors: list[str] = field(default_factory=list)  # fxscope error, plain fx traces
+    missed: list[str] = field(default_factory=list)  # plain fx fails, fxscope has no error
+    misplaced: list[str] = field(default_factory=list)  # both fail; plain fx's line not among fxscope's
+    not_rebuilt: list[str] = field(default_factory=list)  # the rebuild itself raised or timed out
+
+
+@dataclass
+class RepoResult:
+    name: str
+    kind: str
+    classes: int
+    reached: int
+    errors: int
+    fxs405: int
+    by_status: dict[str, int]
+    first_s: float
+    cached_s: float
+    targets: int
+    agreement: Agreement | None = None
+    unreached: list[str] = field(default_factory=list)
+    problem: str | None = None
+
+    @property
+    def share(self) -> float:
+        return self.reached / self.classes if self.classes else 0.0
+
+    def figures(self) -> Figures:
+        false = len(self.agreement.false_errors) if self.agreement else 0
+        return Figures(self.classes, self.reached, self.errors, self.fxs405, false)
+
+
+def reached_classes(repo_dir: Path, report: dict[str, Any]) -> tuple[list[str], list[str]]:
+    """(reached, unreached) class target ids of ``report``."""
+    seen_names: set[str] = set()
+    seen_sites: set[tuple[str, int]] = set()
+    for target in report["targets"]:
+        for row in target.get("modules") or ():
+            if row["status"] in REACHED_MODULE:
+                seen_names.add(row["type"])
+                if "file" in row and "line" in row:
+                    seen_sites.add((row["file"], row["line"]))
+    reached, unreached = [], []
+    for target in report["targets"]:
+        if target["kind"] != "class":
+            continue
+        hit = (target["status"] in TRACED or bool(class_names(repo_dir, target) & seen_names)
+               or (target["file"], target["line"]) in seen_sites)
+        (reached if hit else unreached).append(target["id"])
+    return reached, unreached
+
+
+def errors_by_target(report: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
+    """Error findings per target id. One finding covers every target it was seen in: its own
+    ``target`` and the ``target`` of each of its scopes."""
+    out: dict[str, list[dict[str, Any]]] = {}
+    for finding in report["findings"]:
+        if finding["severity"] == "error":
+            targets = {finding["target"]} | {s["target"] for s in finding.get("scopes") or () if s.get("target")}
+            for target in targets:
+                out.setdefault(target, []).append(finding)
+    return out
+
+
+def error_locations(findings: list[dict[str, Any]]) -> set[tuple[str, int]]:
+    """Every (file, line) an error finding points at: its own location and its anchor."""
+    out = set()
+    for f in findings:
+        out.add((f["file"], f["line"]))
+        anchor = f.get("anchor")
+        if anchor:
+            out.add((anchor["file"], anchor["line"]))
+    return out
+
+
+# -- plain fx in a fresh process ------------------------------------------------------------------
+
+def import_class(repo_dir: Path, target: dict[str, Any]) -> Any:
+    """The class of a class target, imported as fxscope's worker imports it."""
+    import importlib
+    import importlib.util
+
+    module = module_name(repo_dir, target["file"])
+    if module:
+        obj: Any = importlib.import_module(module)
+    else:
+        name = path_module_name(target["file"])
+        spec = importlib.util.spec_from_file_location(name, repo_dir / target["file"])
+        if spec is None or spec.loader is None:
+            raise ImportError(f"cannot import {target['file']}")
+        obj = importlib.util.module_from_spec(spec)
+        sys.modules[name] = obj
+        spec.loader.exec_module(obj)
+    for part in qualname(target).split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+def rebuild(repo_dir: Path, target: dict[str, Any]) -> tuple[Any, dict[str, Any] | None]:
+    """Build ``target`` (one entry of the JSON report's ``targets``) as fxscope built it: returns
+    (module, concrete_args). Today an automatic class target is ``Cls()`` built with fxscope's
+    ``build_model`` (the meta device, CPU when meta fails); a target whose report records how it was
+    built (``build``) must be rebuilt from that record, which this function does not read yet."""
+    from fxscope.trace.build import build_model
+
+    if target["kind"] != "class":
+        raise NotImplementedError(f"rebuilding a {target['kind']} target is not supported")
+    if target.get("build") is not None:
+        raise NotImplementedError(f"rebuilding from a recorded build is not supported: {target['build']!r}")
+    cls = import_class(repo_dir, target)
+    built = build_model(cls, device="meta")
+    return built.model, built.concrete_args
+
+
+def innermost_workspace_frame(repo_dir: Path, e: BaseException) -> tuple[str, int] | None:
+    """(root-relative file, line) of the innermost frame of ``e``'s traceback inside the workspace."""
+    prefix = str(repo_dir.resolve()) + os.sep
+    best = None
+    tb = e.__traceback__
+    while tb is not None:
+        raw = tb.tb_frame.f_code.co_filename
+        path = os.path.abspath(raw)
+        if (not raw.startswith("<") and path.startswith(prefix)
+                and not any(f"{os.sep}{d}{os.sep}" in path[len(prefix) - 1:] for d in VENV_DIRS)):
+            best = (Path(path).relative_to(repo_dir.resolve()).as_posix(), tb.tb_lineno)
+        tb = tb.tb_next
+    return best
+
+
+def plain_fx(repo_dir: Path, target: dict[str, Any]) -> dict[str, Any]:
+    """Rebuild ``target`` and trace it with plain ``torch.fx.symbolic_trace`` (run in a fresh
+    process: :func:`main` with ``--plain-fx``)."""
+    import torch
+
+    torch.set_num_threads(1)
+    here = str(Path(__file__).resolve().parent)
+    sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != here]  # user code never comes from here
+    for entry in reversed(python_path(repo_dir)):
+        sys.path.insert(0, str(entry))
+    os.chdir(repo_dir)
+    try:
+        model, concrete = rebuild(repo_dir, target)
+    except BaseException as e:  # noqa: BLE001 - user code may raise anything
+        return {"rebuilt": False, "error": f"{type(e).__name__}: {e}"[:500]}
+    try:
+        torch.fx.symbolic_trace(model, concrete_args=concrete)
+    except BaseException as e:  # noqa: BLE001
+        return {"rebuilt": True, "traced": False, "error": f"{type(e).__name__}: {e}"[:500],
+                "location": innermost_workspace_frame(repo_dir, e)}
+    return {"rebuilt": True, "traced": True}
+
+
+def plain_fx_in_fresh_process(python: str, repo_dir: Path, target: dict[str, Any], timeout: float) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory(prefix="fxscope-plainfx-") as tmp:
+        out = Path(tmp) / "result.json"
+        env = clean_env()
+        env["PYTHONPATH"] = os.pathsep.join([str(DAEMON_DIR), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+        try:
+            proc = subprocess.run([python, str(Path(__file__).resolve()), "--plain-fx", str(repo_dir), str(out)],
+                                  check=False, input=json.dumps(target), cwd=repo_dir, env=env, capture_output=True, text=True,
+                                  timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return {"rebuilt": False, "error": f"timed out after {timeout:.0f} s"}
+        if not out.exists():
+            return {"rebuilt": False, "error": f"the process exited {proc.returncode}: {proc.stderr.strip()[-300:]}"}
+        return json.loads(out.read_text())
+
+
+def agreement(python: str, repo_dir: Path, report: dict[str, Any], timeout: float, verbose: bool) -> Agreement:
+    result = Agreement()
+    errors = errors_by_target(report)
+    for target in report["targets"]:
+        if target["status"] not in TRACED:
+            continue
+        plain = plain_fx_in_fresh_process(python, repo_dir, target, timeout)
+        tid = target["id"]
+        if not plain["rebuilt"]:
+            result.not_rebuilt.append(f"{tid}: {plain['error']}")
+            continue
+        result.compared += 1
+        ours = errors.get(tid, [])
+        if plain["traced"] and not ours:
+            result.agree += 1
+        elif plain["traced"]:
+            result.false_errors.append(f"{tid}: " + "; ".join(f"{f['code']} {f['file']}:{f['line']}" for f in ours))
+        elif not ours:
+            result.missed.append(f"{tid}: plain fx {plain['error']} at {plain['location']}")
+        elif plain["location"] is None or tuple(plain["location"]) in error_locations(ours):
+            result.agree += 1
+        else:
+            result.misplaced.append(f"{tid}: plain fx at {plain['location']}, fxscope at "
+                                    + ", ".join(f"{f['file']}:{f['line']}" for f in ours))
+        if verbose:
+            print(f"    {tid}: plain fx {'traces' if plain['traced'] else 'fails'}, fxscope "
+                  f"{len(ours)} error(s)", flush=True)
+    return result
+
+
+# -- one repository, the table --------------------------------------------------------------------
+
+def measure(python: str, repo: Repo, repo_dir: Path, args: argparse.Namespace) -> RepoResult:
+    cache = Path(tempfile.mkdtemp(prefix="fxscope-zc-cache-"))
+    try:
+        report, first = run_check(python, repo_dir, cache, args.check_timeout)
+        again, cached = run_check(python, repo_dir, cache, args.check_timeout)
+    finally:
+        shutil.rmtree(cache, ignore_errors=True)
+    del again
+    reached, unreached = reached_classes(repo_dir, report)
+    findings = report["findings"]
+    result = RepoResult(
+        name=repo.name, kind=repo.kind, classes=len(reached) + len(unreached), reached=len(reached),
+        errors=sum(f["severity"] == "error" for f in findings),
+        fxs405=sum(f["code"] == "FXS405" for f in findings),
+        by_status=dict(Counter(t["status"] for t in report["targets"])),
+        first_s=first, cached_s=cached, targets=len(report["targets"]), unreached=unreached)
+    if args.agreement:
+        result.agreement = agreement(python, repo_dir, report, args.plain_timeout, args.verbose)
+    return result
+
+
+def fmt_status(by_status: dict[str, int]) -> str:
+    order = ("traced", "partial", "failed", "error", "skipped")
+    return " ".join(f"{s[0]}{by_status[s]}" for s in order if by_status.get(s))
+
+
+def print_row(r: RepoResult) -> None:
+    a = r.agreement
+    agree = (f"{a.agree}/{a.compared} fe{len(a.false_errors)} mi{len(a.missed)} mp{len(a.misplaced)}"
+             f" nr{len(a.not_rebuilt)}") if a else "-"
+    print(f"{r.name:40} {r.classes:5} {r.reached:5} {r.share:6.1%} {r.errors:5} {r.fxs405:5} "
+          f"{fmt_status(r.by_status):24} {r.first_s:7.1f} {r.cached_s:6.2f}  {agree}", flush=True)
+
+
+HEADER = (f"{'repository':40} {'class':>5} {'reach':>5} {'share':>6} {'err':>5} {'405':>5} "
+          f"{'targets by status':24} {'first s':>7} {'cached':>6}  plain-fx agreement")
+
+
+def print_details(r: RepoResult, before: Figures | None) -> None:
+    a = r.agreement
+    if a:
+        for label, items in (("FALSE ERROR", a.false_errors), ("missed failure", a.missed),
+                             ("misplaced", a.misplaced), ("not rebuilt", a.not_rebuilt)):
+            for item in items:
+                print(f"    {label}: {item}")
+    if before is not None and before != r.figures():
+        print(f"    before: {before}  now: {r.figures()}")
+
+
+def share_line(label: str, results: list[RepoResult]) -> str:
+    classes = sum(r.classes for r in results)
+    reached = sum(r.reached for r in results)
+    shares = [r.share for r in results if r.classes]
+    return (f"{label}: {reached}/{classes} classes reached = {reached / classes if classes else 0:.1%} overall; "
+            f"mean per-repository share {sum(shares) / len(shares) if shares else 0:.1%} "
+            f"over {len(shares)} repositories")
+
+
+def totals(results: list[RepoResult]) -> None:
+    repos = {repo.name: repo for repo in REPOS}
+    print()
+    print(share_line("total", results))
+    blocked = [r for r in results if repos[r.name].blocker]
+    if blocked:
+        print(share_line("importable here", [r for r in results if not repos[r.name].blocker])
+              + f" (without {', '.join(r.name for r in blocked)}: {'; '.join(str(repos[r.name].blocker) for r in blocked)})")
+    print(f"errors {sum(r.errors for r in results)}, FXS405 {sum(r.fxs405 for r in results)}, "
+          f"first runs {sum(r.first_s for r in results):.1f} s (max {max(r.first_s for r in results):.1f} s), "
+          f"cached re-checks max {max(r.cached_s for r in results):.2f} s")
+    agreed = [r.agreement for r in results if r.agreement]
+    if agreed:
+        print(f"plain fx: {sum(a.agree for a in agreed)}/{sum(a.compared for a in agreed)} traced targets agree; "
+              f"false errors {sum(len(a.false_errors) for a in agreed)}, missed failures "
+              f"{sum(len(a.missed) for a in agreed)}, misplaced {sum(len(a.misplaced) for a in agreed)}, "
+              f"not rebuilt {sum(len(a.not_rebuilt) for a in agreed)}")
+    befores = [(r, b) for r in results if (b := repos[r.name].before) is not None]
+    if befores:
+        bc, br = sum(b.classes for _, b in befores), sum(b.reached for _, b in befores)
+        nc, nr = sum(r.classes for r, _ in befores), sum(r.reached for r, _ in befores)
+        print(f"before: {br}/{bc} = {br / bc if bc else 0:.1%}; now: {nr}/{nc} = {nr / nc if nc else 0:.1%} "
+              f"(the {len(befores)} repositories with recorded figures)")
+
+
+def print_setup(corpus: Path, repos: list[Repo]) -> None:
+    for repo in repos:
+        d = corpus / repo.dirname
+        print(f"git clone https://github.com/{repo.name} {d} && git -C {d} checkout {repo.commit}")
+    packages = sorted({p for repo in repos for p in repo.packages})
+    print(f".venv-corpus/bin/pip install -e . {' '.join(packages)}")
+
+
+def select(spec: str | None) -> list[Repo]:
+    if not spec:
+        return list(REPOS)
+    wanted = [s.strip().lower() for s in spec.split(",") if s.strip()]
+    chosen = [r for r in REPOS if any(w in (r.name.lower(), r.name.lower().split("/")[1], r.dirname.lower())
+                                      for w in wanted)]
+    unknown = [w for w in wanted if not any(w in (r.name.lower(), r.name.lower().split("/")[1], r.dirname.lower())
+                                            for r in REPOS)]
+    if unknown:
+        raise SystemExit(f"unknown repositories: {', '.join(unknown)} (known: {', '.join(r.name for r in REPOS)})")
+    return chosen
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--corpus", type=Path, help="directory with one checkout per repository (OWNER+NAME)")
+    parser.add_argument("--repos", help="comma-separated subset (OWNER/NAME, NAME or OWNER+NAME)")
+    parser.add_argument("--python", default=sys.executable,
+                        help="interpreter with fxscope and the repositories' packages (default: this one)")
+    parser.add_argument("--no-agreement", dest="agreement", action="store_false",
+                        help="skip the plain-fx comparison")
+    parser.add_argument("--check-timeout", type=float, default=1800.0, help="seconds per fxscope check")
+    parser.add_argument("--plain-timeout", type=float, default=120.0, help="seconds per plain-fx rebuild and trace")
+    parser.add_argument("--json", type=Path, help="also write every figure (and the unreached classes) here")
+    parser.add_argument("--print-setup", type=Path, metavar="DIR",
+                        help="print the clone and install commands for a corpus in DIR and exit")
+    parser.add_argument("--verbose", action="store_true", help="print every plain-fx comparison")
+    parser.add_argument("--plain-fx", nargs=2, metavar=("REPO_DIR", "OUT"), help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+
+    if args.plain_fx:  # the fresh process: target JSON on stdin, result JSON to OUT
+        repo_dir, out = Path(args.plain_fx[0]).resolve(), Path(args.plain_fx[1])
+        result = plain_fx(repo_dir, json.loads(sys.stdin.read()))
+        out.write_text(json.dumps(result))
+        return 0
+    repos = select(args.repos)
+    if args.print_setup:
+        print_setup(args.print_setup, repos)
+        return 0
+    if args.corpus is None:
+        parser.error("--corpus is required")
+    results: list[RepoResult] = []
+    print(HEADER)
+    for repo in repos:
+        repo_dir = (args.corpus / repo.dirname).resolve()
+        if not repo_dir.is_dir():
+            print(f"{repo.name:40} missing: {repo_dir} (see --print-setup)", flush=True)
+            continue
+        try:
+            result = measure(args.python, repo, repo_dir, args)
+        except (RuntimeError, subprocess.TimeoutExpired, json.JSONDecodeError) as e:
+            print(f"{repo.name:40} check failed: {e}", flush=True)
+            continue
+        results.append(result)
+        print_row(result)
+        print_details(result, repo.before)
+    if results:
+        totals(results)
+    if args.json:
+        args.json.write_text(json.dumps([asdict(r) | {"share": r.share} for r in results], indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
