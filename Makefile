@@ -27,6 +27,7 @@ $(STAMP): pyproject.toml $(LOCK) $(TORCH)
 setup: $(STAMP)
 
 test: $(STAMP)
+	$(PY) -m mypy
 	$(PY) -m pytest -q
 
 demo: $(STAMP)

@@ -19,12 +19,14 @@ if str(DAEMON) not in sys.path:  # in-process Engine tests; the CLI tests set PY
     sys.path.insert(0, str(DAEMON))
 
 
-def write_tree(root: Path, files: dict[str, str]) -> None:
-    """Write ``{relative path: source}`` (dedented) under ``root``."""
+def write_tree(root: Path, files: dict[str, str], *, lstrip: bool = True) -> None:
+    """Write ``{relative path: source}`` (dedented; without its leading newlines when ``lstrip``)
+    under ``root``."""
     for rel, text in files.items():
         path = root / rel
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(textwrap.dedent(text).lstrip("\n"))
+        text = textwrap.dedent(text)
+        path.write_text(text.lstrip("\n") if lstrip else text)
 
 
 def cli_env(marker: str | None = None) -> dict[str, str]:
@@ -33,6 +35,7 @@ def cli_env(marker: str | None = None) -> dict[str, str]:
     env = dict(os.environ)
     env["PYTHONPATH"] = str(DAEMON) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     env.pop("NO_COLOR", None)
+    env.pop("FORCE_COLOR", None)
     env.pop("PYTHONDONTWRITEBYTECODE", None)  # as for most users: __pycache__ gets written
     if marker:
         env["FXSCOPE_TEST_MARKER"] = marker
@@ -72,6 +75,14 @@ class CheckRun:
 
     def uncached(self) -> set[str]:
         return {t["id"] for t in self.report["targets"] if not t["cached"]}
+
+
+def run_fxscope(cwd: Path, *args: str, env: dict[str, str] | None = None,
+                timeout: float = 600) -> subprocess.CompletedProcess[str]:
+    """Run ``python -m fxscope ARGS`` in ``cwd``: stdout and stderr captured (not terminals), no
+    stdin, this checkout first on PYTHONPATH (``env`` defaults to :func:`cli_env`)."""
+    return subprocess.run([sys.executable, "-m", "fxscope", *args], cwd=cwd, env=env or cli_env(),
+                          capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
 
 
 def check_command(*args: str) -> list[str]:
@@ -134,3 +145,56 @@ def locate(root: Path, rel: str, marker: str, text: str | None = None) -> tuple[
             assert col >= 0, f"{text!r} not on line {number} of {rel}"
             return number, col + 1
     raise AssertionError(f"{marker!r} not in {rel}")
+
+
+def assert_failures_explained(report: dict[str, Any]) -> None:
+    """The report invariant: no target ends ``failed``, ``partial`` or ``error`` without an error
+    finding that names it (as its target, among its ``targets`` or its scopes' targets)."""
+    named: dict[str, list[str]] = {}
+    for f in report["findings"]:
+        if f["severity"] != "error":
+            continue
+        ids = {f.get("target"), *(f.get("targets") or ()), *(s.get("target") for s in f.get("scopes") or ())}
+        for tid in ids - {None}:
+            named.setdefault(tid, []).append(f["code"])
+    unexplained = [(t["id"], t["status"]) for t in report["targets"]
+                   if t["status"] in ("failed", "partial", "error") and not named.get(t["id"])]
+    assert unexplained == [], f"targets that failed without an error finding: {unexplained}"
+
+
+def assert_schema_describes(doc: Any, schema: dict[str, Any], where: str = "report") -> None:
+    """Every key of ``doc`` is a property the (report) ``schema`` describes at that place, so the
+    shipped schema documents everything the CLI prints (it allows unknown keys, so validation
+    alone would not notice an undocumented one)."""
+
+    def resolve(node: dict[str, Any]) -> dict[str, Any]:
+        while "$ref" in node:
+            node = schema["$defs"][node["$ref"].rsplit("/", 1)[1]]
+        return node
+
+    def properties(node: dict[str, Any]) -> dict[str, Any]:
+        node = resolve(node)
+        props = dict(node.get("properties", {}))
+        for part in node.get("allOf", []):
+            props.update(properties(part))
+        return props
+
+    def walk(value: Any, node: dict[str, Any], path: str) -> None:
+        node = resolve(node)
+        if isinstance(value, dict):
+            props = properties(node)
+            extra = node.get("additionalProperties")
+            for key, item in value.items():
+                if key in props:
+                    walk(item, props[key], f"{path}.{key}")
+                elif isinstance(extra, dict):
+                    walk(item, extra, f"{path}.{key}")
+                else:
+                    raise AssertionError(f"{path}.{key} is not described by the report schema")
+        elif isinstance(value, list):
+            items = node.get("items")
+            if isinstance(items, dict):
+                for i, item in enumerate(value):
+                    walk(item, items, f"{path}[{i}]")
+
+    walk(doc, schema, where)

@@ -22,7 +22,7 @@ WAIT_S = 180
 # from ELPA or the distribution on Emacs 28; built in from Emacs 29).
 STARTUP = ["--batch", "-q", "--eval", "(when (fboundp 'package-activate-all) (package-activate-all))"]
 
-pytestmark = [pytest.mark.editor,
+pytestmark = [pytest.mark.requires_torch, pytest.mark.editor,
               pytest.mark.skipif(EMACS is None, reason="emacs not installed (apt-get install emacs-nox elpa-eglot)")]
 
 

@@ -22,6 +22,8 @@ from pygls.lsp.client import LanguageClient
 
 from editor_support import (CLIENTS, copy_examples, editor_env, readme_blocks, require_server)
 
+pytestmark = pytest.mark.requires_torch
+
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover

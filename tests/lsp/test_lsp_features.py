@@ -13,6 +13,8 @@ from pytest_lsp import LanguageClient
 from lsp_support import (NEOVIM, VSCODE, apply_edits, initialize, make_workspace, marker_line, open_doc, uri,
                          wait_startup, wait_until, workspace_edit_files)
 
+pytestmark = pytest.mark.requires_torch
+
 NEEDS_ARGS = '''import torch
 from torch import nn
 

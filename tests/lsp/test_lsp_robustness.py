@@ -15,6 +15,8 @@ from pytest_lsp import LanguageClient
 from lsp_support import (VSCODE, alive, descendants, initialize, make_workspace, open_doc, processes_mentioning, uri,
                          wait_until)
 
+pytestmark = pytest.mark.requires_torch
+
 NOISY = '''import os
 import sys
 

@@ -13,7 +13,7 @@ from pytest_lsp import LanguageClient
 from lsp_support import (NEOVIM, VSCODE, capabilities, change_doc, initialize, make_workspace, open_doc, uri,
                          wait_startup, wait_until)
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.requires_torch, pytest.mark.slow]
 
 MODEL = """import torch
 from torch import nn

@@ -6,6 +6,14 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+#: Example inputs (shape-aware tracing in the truth suite, with and without them).
+INPUTS = {
+    "MLP": {"x": [2, 8]}, "ConvNet": {"x": [2, 3, 8, 8]}, "Residual": {"x": [2, 5, 16]},
+    "LayerStack": {"x": [2, 5, 16]}, "SelfAttention": {"x": [2, 5, 16]},
+    "TiedLM": {"ids": {"shape": [2, 7], "dtype": "int64"}}, "WrappedHelper": {"x": [3, 8]},
+    "MathOnSizes": {"q": [2, 4, 8], "k": [2, 4, 8]}, "ConcreteDefault": {"x": [2, 8]},
+}
+
 
 class MLP(nn.Module):
     def __init__(self):

@@ -74,6 +74,16 @@ class WrappedHead(nn.Module):
         return rearrange(self.proj(x), "b n (h d) -> b h n d", h=2).sum(-1)
 
 
+class AutocastHeads(nn.Module):
+    """A forward decorated by a wrapper from another module (torch's autocast): fx patches wrapped
+    functions in the globals of that module, so `wrap-functions` does not reach this call (unless
+    an undecorated forward of this file is traced too, which patches this file's globals)."""
+
+    @torch.autocast("cpu", enabled=False)
+    def forward(self, x):
+        return rearrange(x, "b n (h d) -> b h n d", h=2)  # ANCHOR autocast
+
+
 def einops_functions() -> tuple:
     """What to pass as ``wrap_functions`` for this file's functional einops calls."""
     return (rearrange, repeat)

@@ -6,6 +6,12 @@ Every model here is traced with ``x`` of shape [2, 4, 8] (and ``y`` [2, 4, 8] wh
 import torch
 from torch import nn
 
+#: Example inputs (the shapes the docstring names), for the truth suite.
+INPUTS = {name: {"x": [2, 4, 8]} for name in (
+    "ProjectIfWidthDiffers", "RankBranch", "LenScale", "LoopOverBatch", "IterateHeads", "StarView",
+    "MixedShapeAndValue", "Block", "Stack")}
+INPUTS["TwoInputs"] = {"x": [2, 4, 8], "y": [1, 4, 8]}
+
 
 class ProjectIfWidthDiffers(nn.Module):
     """`if x.size(-1) != self.dim` picks a projection by width."""

@@ -5,6 +5,14 @@ a finding. Passing traced sizes one by one to a factory and slicing a buffer by 
 import torch
 from torch import nn
 
+#: Example inputs (shape-aware tracing in the truth suite, with and without them).
+INPUTS = {
+    "FactoryOfShapeTuple": {"x": [2, 3, 4]}, "RandomPermutation": {"x": [2, 3, 4, 4]},
+    "NarrowByInputSize": {"x": [3, 5]}, "CausalMaskNarrow": {"att": [2, 2, 6, 6]},
+    "FactoryManySizes": {"x": [2, 5, 3]}, "SizesOneByOne": {"x": [2, 3, 4]},
+    "CausalMaskSlice": {"att": [2, 2, 6, 6]},
+}
+
 
 class FactoryOfShapeTuple(nn.Module):
     def forward(self, x):

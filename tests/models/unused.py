@@ -36,3 +36,20 @@ class Branchy(nn.Module):
 
     def forward(self, x):
         return self.head_b(x) if self.use_b else self.head_a(x)
+
+
+class HeadWhenNoMask(nn.Module):
+    """The head runs only when the optional `mask` is None: traced as an input, it never is."""
+
+    def __init__(self):
+        super().__init__()
+        self.body = nn.Linear(4, 4)
+        self.head = nn.Linear(4, 4)  # FXS301 head-no-mask
+
+    def forward(self, x, mask=None):
+        x = self.body(x)
+        if mask is None:
+            x = self.head(x)
+        else:
+            x = x * mask
+        return x

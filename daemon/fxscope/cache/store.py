@@ -25,13 +25,20 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from types import TracebackType
+from types import ModuleType, TracebackType
 from typing import Any, TypeVar
 
-try:
-    import fcntl
-except ImportError:  # pragma: no cover - not on POSIX
-    fcntl = None  # type: ignore[assignment]
+
+
+def _fcntl() -> ModuleType | None:
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not on POSIX
+        return None
+    return fcntl
+
+
+fcntl = _fcntl()
 
 from .hashing import hash_json
 
@@ -195,8 +202,8 @@ class ResultCache:
                     continue
                 hits[target_id] = CacheHit(target_id, deps, payload, float(created))
                 break
-        for target_id, entries in bad.items():
-            self._delete_rows(target_id, context, entries)
+        for target_id, unreadable in bad.items():
+            self._delete_rows(target_id, context, unreadable)
         with self._lock:
             self._hits += len(hits)
             self._misses += len(wanted) - len(hits)
@@ -302,12 +309,7 @@ class ResultCache:
             wanted = list(dict.fromkeys(keys))
             rows = []
             for start in range(0, len(wanted), 500):
-                chunk = wanted[start:start + 500]
-                marks = ",".join("?" * len(chunk))
-                rows += self._run(
-                    lambda conn, chunk=chunk, marks=marks: conn.execute(
-                        f"SELECT key, value FROM blobs WHERE kind = ? AND key IN ({marks})",
-                        (kind, *chunk)).fetchall(), [])
+                rows += self._run(_select_blobs(kind, wanted[start:start + 500]), [])
         out: dict[str, Any] = {}
         for key, text in rows:
             try:
@@ -643,6 +645,17 @@ def claim_directory(directory: Path) -> Path:
             owned.mkdir(mode=0o700)
             (owned / MARKER_NAME).write_text(_MARKER)
     return owned
+
+
+def _select_blobs(kind: str, keys: list[str]) -> Callable[[sqlite3.Connection], list[tuple[str, str]]]:
+    """The query of the blobs of ``kind`` with one of ``keys`` (at most SQLite's variable limit)."""
+    marks = ",".join("?" * len(keys))
+
+    def query(conn: sqlite3.Connection) -> list[tuple[str, str]]:
+        return conn.execute(f"SELECT key, value FROM blobs WHERE kind = ? AND key IN ({marks})",
+                            (kind, *keys)).fetchall()
+
+    return query
 
 
 def _load_dict(text: str) -> dict[str, Any] | None:

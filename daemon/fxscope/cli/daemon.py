@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from fxscope.model import Report
 from fxscope.server import client
 from fxscope.server.paths import daemon_paths, load_config_or_none
 from fxscope.server.protocol import DaemonError
@@ -50,22 +51,22 @@ def command(action: str, root: Path, args: argparse.Namespace) -> int:
     if action == "stop":
         return client.stop(paths)
     if action == "status":
-        status = client.status(paths) if paths.socket.exists() else None
-        if status is None:
+        running = client.status(paths) if paths.socket.exists() else None
+        if running is None:
             sys.stdout.write("fxscope daemon is not running\n")
             return 1
-        sys.stdout.write(client.describe(status, paths) + "\n")
+        sys.stdout.write(client.describe(running, paths) + "\n")
         return 0
     raise ValueError(f"unknown daemon action {action!r}")
 
 
-def check_via_daemon(root: Path, args: argparse.Namespace, paths: list[Path] | None) -> dict[str, Any]:
+def check_via_daemon(root: Path, args: argparse.Namespace, paths: list[Path] | None) -> Report:
     """Run ``fxscope check`` in the workspace's daemon (started first if it is not running) and
-    return the report dict. The daemon's warnings are written to stderr; nothing to stdout."""
+    return its report. The daemon's warnings are written to stderr; nothing to stdout."""
     report, warnings = client.check_via_daemon(
         root, paths, pinned=_pinned(args), workers=getattr(args, "workers", None),
         graphs=bool(getattr(args, "graphs", False)), shard=getattr(args, "shard", None),
         no_cache=bool(getattr(args, "no_cache", False)), retry_faults=bool(getattr(args, "retry_faults", False)))
     for warning in warnings:
         sys.stderr.write(f"fxscope: warning: {warning}\n")
-    return report
+    return Report.from_json(report)

@@ -4,8 +4,11 @@
 graph, the nodes of its scope cut out of the parent's graph; a module's findings are listed too.
 ``--format html`` writes one self-contained page drawn by the bundled graph renderer.
 
->>> report = {"targets": [{"id": "m.py::Net", "graphs": [{"module": "", "nodes": [
-...     {"name": "x", "op": "placeholder", "target": "x", "scope": "", "scope_type": "m.Net"}]}]}]}
+>>> from fxscope.model import Graphs, Report, ReportTarget, Summary
+>>> graphs = Graphs(json=[{"module": "", "nodes": [
+...     {"name": "x", "op": "placeholder", "target": "x", "scope": "", "scope_type": "m.Net"}]}])
+>>> report = Report("/w", "2.3", (ReportTarget("m.py::Net", "class", "m.py", 3, "traced", graphs=graphs),), (),
+...                 Summary(1))
 >>> print(render_graphs(report, "m.py::Net", None, "text"), end="")
 graph m.py::Net (root)
   x  placeholder  x  [<root> m.Net]
@@ -15,10 +18,12 @@ from __future__ import annotations
 
 import json
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from fxscope.graphview import GraphModuleError, graph_document, render_html
+from fxscope.model import Report
 from fxscope.model.recipe import Recipe
 from fxscope.project.discovery import Discovery, Target
 
@@ -42,9 +47,9 @@ def resolve_target(discovery: Discovery, name: str) -> Target:
     raise GraphTargetError(f"{name!r} is ambiguous: {', '.join(t.id for t in matches)}")
 
 
-def _document(report: dict[str, Any], target_id: str, module: str | None) -> dict[str, Any]:
+def _document(report: Report, target_id: str, module: str | None) -> dict[str, Any]:
     try:
-        return dict(graph_document(report, target_id, module))
+        return dict(graph_document(report.to_json(), target_id, module))
     except GraphModuleError as e:
         raise GraphTargetError(str(e)) from None
 
@@ -118,7 +123,7 @@ def _dot(target_id: str, graphs: list[dict[str, Any]]) -> str:
     return "\n".join(out) + "\n"
 
 
-def render_graphs(report: dict[str, Any], target_id: str, module: str | None, fmt: str,
+def render_graphs(report: Report, target_id: str, module: str | None, fmt: str,
                   root: Path | None = None) -> str:
     """The graphs of ``target_id`` (optionally only ``module``) as text, dot, json or html
     (html reads source snippets from files under ``root``)."""
@@ -141,23 +146,19 @@ def render_graphs(report: dict[str, Any], target_id: str, module: str | None, fm
     return (f"{built}\n" if built else "") + _text(doc)
 
 
-def _build(report: dict[str, Any], target_id: str) -> Recipe | None:
+def _build(report: Report, target_id: str) -> Recipe | None:
     """How fxscope built the target on its own, when it did (not from the defaults)."""
-    entry = next((t for t in report.get("targets") or () if t.get("id") == target_id), None)
-    try:
-        recipe = Recipe.from_json(entry.get("build")) if entry and entry.get("build") else None
-    except ValueError:
-        return None
+    recipe = next((t.build for t in report.targets if t.id == target_id), None)
     return recipe if recipe is not None and recipe.kind != "defaults" else None
 
 
-def write_html_report(report: dict[str, Any], directory: Path, root: Path, *, keep_graphs: bool) -> dict[str, Any]:
+def write_html_report(report: Report, directory: Path, root: Path, *, keep_graphs: bool) -> Report:
     """``check --html-report DIR``: write DIR/index.html from a report made with graphs; return
     the report for the other outputs (without graphs unless ``--graphs`` asked for them)."""
     from fxscope.graphview import write_report
 
-    out = write_report(report, directory, root=root)
+    out = write_report(report.to_json(), directory, root=root)
     sys.stderr.write(f"fxscope: wrote {out}\n")
     if keep_graphs:
         return report
-    return {**report, "targets": [{k: v for k, v in t.items() if k != "graphs"} for t in report.get("targets") or ()]}
+    return replace(report, targets=tuple(replace(t, graphs=None) for t in report.targets))

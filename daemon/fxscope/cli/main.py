@@ -9,9 +9,14 @@ import argparse
 import os
 import sys
 from pathlib import Path
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Sequence
 
 from fxscope import __version__
+
+if TYPE_CHECKING:  # the subcommands import what they use when they run (a fast --help)
+    from fxscope.engine import Engine, ProgressEvent
+    from fxscope.model import Report
+    from fxscope.project.config import Config
 
 __all__ = ["main", "build_parser"]
 
@@ -122,7 +127,7 @@ def _find_root(args: argparse.Namespace, paths: Sequence[Path]) -> Path:
     return find_root(start.resolve())
 
 
-def _load_config(root: Path) -> Any:
+def _load_config(root: Path) -> Config:
     from fxscope.project.config import ConfigError, load_config
 
     try:
@@ -143,14 +148,14 @@ def _warn(msg: str) -> None:
     sys.stderr.write(f"fxscope: warning: {msg}\n")
 
 
-def _engine(args: argparse.Namespace, root: Path, config: Any) -> Any:
+def _engine(args: argparse.Namespace, root: Path, config: Config) -> Engine:
     from fxscope.engine import Engine
 
     return Engine(root, config, cache_dir=args.cache_dir.resolve() if args.cache_dir else None,
                   workers=args.workers, on_warning=_warn)
 
 
-def _run_check(args: argparse.Namespace, root: Path, config: Any) -> dict[str, Any]:
+def _run_check(args: argparse.Namespace, root: Path, config: Config) -> Report:
     paths = [p.resolve() for p in args.paths] or None
     if args.daemon:
         from fxscope.cli.daemon import check_via_daemon
@@ -160,7 +165,7 @@ def _run_check(args: argparse.Namespace, root: Path, config: Any) -> dict[str, A
     from fxscope.report.build import check_report
 
     with _engine(args, root, config) as engine, Progress() as progress:
-        def on_progress(ev: Any) -> None:
+        def on_progress(ev: ProgressEvent) -> None:
             progress.update(ev.done, ev.total, ev.target)
 
         return check_report(engine.check(paths, graphs=args.graphs, shard=args.shard, on_progress=on_progress,

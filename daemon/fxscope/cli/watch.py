@@ -75,14 +75,13 @@ def _print_report(ws: Workspace, root: Path, paths: list[Path] | None, files: se
     from fxscope.cli.formats import render
     from fxscope.report import filters
 
-    from fxscope.report.locations import primary_location, relative_file
+    from fxscope.report.locations import relative_file
 
     report = filters.apply_suppressions(ws.report(paths), root, dict(ws.snapshot().texts))
     if files is not None:  # only the findings of the files that changed, and their summary
         rels = {relative_file(str(f), root) or str(f) for f in files}
         out.write(f"--- {time.strftime('%H:%M:%S')} {', '.join(sorted(rels))} changed\n")
-        kept = [f for f in report["findings"] if primary_location(f, root).file in rels]
-        report = filters.recount(report, kept)
+        report = filters.recount(report, [f for f in report.findings if f.primary.file in rels])
     out.write(render(report, "text", color=color, root=root))
     out.flush()
 

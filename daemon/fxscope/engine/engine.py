@@ -28,10 +28,11 @@ from fxscope.errors import CheckInterrupted, WorkerStartError
 from fxscope.cache import FileHasher, ResultCache, claim_directory, hash_json, hash_text
 from fxscope.engine.faults import WorkerFault, fault_result, is_fault_body
 from fxscope.engine.payload import payload_problem
-from fxscope.engine.results import CheckResult, TargetResult, drop_covered_skips, relativize, skipped_result
+from fxscope.engine.results import (CheckResult, TargetResult, drop_covered_skips, relativize,
+                                    skipped_body)
 from fxscope.engine.workspace_state import WorkspaceState
 from fxscope.project.config import Config, load_config, target_line
-from fxscope.model import Snapshot
+from fxscope.model import Snapshot, TargetOutcome
 from fxscope.project.discovery import Discovery, Target, discover
 
 if TYPE_CHECKING:
@@ -179,6 +180,14 @@ class Engine:
                                         libraries=libraries)
             return self._pool
 
+    def worker_info(self) -> dict[str, Any] | None:
+        """What the started worker zygote reported about itself (its torch version, the files
+        ``preload`` imported), or None before it has started. Never starts it."""
+        with self._lock:
+            pool = self._pool
+        info = pool.info if pool is not None else None
+        return info if isinstance(info, dict) else None
+
     @property
     def cache_directory(self) -> Path:
         """The cache directory in use."""
@@ -304,21 +313,21 @@ class Engine:
                 if use_cache else {})
         for t in targets:
             hit = hits.get(t.id)
-            if hit is not None and retry_faults and is_fault_body(hit.payload):
-                hit = None
             if hit is not None and payload_problem(hit.payload) is not None:
                 hit = None  # an entry of the wrong shape (edited, another version) is a miss
+            if hit is not None and retry_faults and is_fault_body(hit.payload):
+                hit = None
             if hit is not None and t.kind == "class" and hit.payload.get("build_key") != t.build_key():
-                hit = None  # the recipes the workspace shows for it changed
+                hit = None  # built under other recipes, or it needs arguments now, or no longer
             if hit is not None:
-                r = TargetResult(t, hit.payload, cached=True)
-                self._warn(r.body, warned)  # e.g. a bad leaf-modules entry: said on every check
+                r = TargetResult(t, TargetOutcome.from_json(hit.payload, target=t.id), cached=True)
+                self._warn(r.outcome.warnings, warned)  # e.g. a bad leaf-modules entry: said on every check
             elif t.needs_args and not t.recipes:
-                r = skipped_result(t)
-                r.body = _relative_paths(r.body, str(self.root))
+                body = _relative_paths(skipped_body(t), str(self.root))
+                r = TargetResult(t, TargetOutcome.from_json(body, target=t.id))
                 deps = self._static_deps(t, discovery, digests)
                 if deps:
-                    self.cache.store(t.id, self.context, deps, r.body)
+                    self.cache.store(t.id, self.context, deps, body)
             else:
                 misses.append(t)
                 continue
@@ -365,12 +374,13 @@ class Engine:
                     if on_cancelled:
                         on_cancelled(t)
                     continue
-                r, deps = self._result_from_raw(t, raw, handle, start, discovery, warned, digests, preload_deps)
+                r, deps, body = self._result_from_raw(t, raw, handle, start, discovery, warned, digests,
+                                                      preload_deps)
                 results.append(r)
                 if on_result:
                     on_result(r)  # first: the caller (the editor's diagnostics) need not wait for the cache
                 if deps:
-                    unstored.append((t.id, deps, r.body))
+                    unstored.append((t.id, deps, body))
                     if len(unstored) >= _MAX_UNSTORED:
                         self._store(unstored)
             if unstored and on_result:
@@ -425,9 +435,11 @@ class Engine:
     def _result_from_raw(self, t: Target, raw: dict[str, Any], handle: Any, start: float,
                          discovery: Discovery | None, warned: set[str] | None = None,
                          digests: Mapping[str, str] | None = None,
-                         preload_deps: Mapping[str, str] | None = None) -> tuple[TargetResult, dict[str, str]]:
-        """The result of ``t`` from its job's ``raw`` outcome, and the dependencies to cache it
-        under (empty: not cacheable). ``raw`` is owned by this call and is reused as the body."""
+                         preload_deps: Mapping[str, str] | None = None
+                         ) -> tuple[TargetResult, dict[str, str], dict[str, Any]]:
+        """The result of ``t`` from its job's ``raw`` outcome, the dependencies to cache it under
+        (empty: not cacheable) and the body to cache. ``raw`` is owned by this call and is reused
+        as the body; the typed outcome is read from it once, here, where it was checked."""
         duration = getattr(handle, "duration_ms", None) or (time.perf_counter() - start) * 1000
         fallback = self._fallback(t)
         if "fault" in raw:
@@ -456,14 +468,15 @@ class Engine:
         output = body.get("output")
         if isinstance(output, str) and len(output) > OUTPUT_KEPT:
             body["output"] = "... [output truncated] ...\n" + output[-OUTPUT_KEPT:]
-        self._warn(body, warned)
+        outcome = TargetOutcome.from_json(body, target=t.id)
+        self._warn(outcome.warnings, warned)
         if preload_deps:
             deps.update(preload_deps)
-        return TargetResult(t, body, cached=False, duration_ms=duration), (deps if cacheable else {})
+        return TargetResult(t, outcome, cached=False, duration_ms=duration), (deps if cacheable else {}), body
 
-    def _warn(self, body: dict[str, Any], warned: set[str] | None) -> None:
+    def _warn(self, warnings: Iterable[str], warned: set[str] | None) -> None:
         """Pass a result's warnings to ``on_warning``, each once per run."""
-        for w in body.get("warnings") or ():
+        for w in warnings:
             if warned is None or w not in warned:
                 if warned is not None:
                     warned.add(w)
@@ -495,7 +508,7 @@ class Engine:
         if paths is not None:
             rels = [self._rel(Path(p)) for p in paths]
             file_errors = [e for e in file_errors if any(_under(e.file, r) for r in rels)]
-        torch_version = next((r.body["torch"] for r in results if r.body.get("torch")), self.torch_version)
+        torch_version = next((r.outcome.torch for r in results if r.outcome.torch), self.torch_version)
         return CheckResult(str(self.root), torch_version, results, file_errors=list(file_errors),
                            graphs=graphs, duration_ms=(time.perf_counter() - started) * 1000)
 

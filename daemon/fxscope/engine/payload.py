@@ -6,6 +6,8 @@ is never shown: from a worker it becomes an FXS404 finding, from the cache it is
 True
 >>> payload_problem({"status": "traced", "findings": [{"code": "FXS101", "file": "m.py", "line": 2}]})
 "findings[0]: 'severity' is missing"
+>>> payload_problem({"status": {"nested": 1}})
+"status {'nested': 1} is not one of ['error', 'failed', 'partial', 'skipped', 'traced']"
 """
 
 from __future__ import annotations
@@ -13,18 +15,24 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from fxscope.model import outcome
 from fxscope.model.codes import SEVERITIES
 from fxscope.model.recipe import Recipe
 
 __all__ = ["STATUSES", "payload_problem"]
 
-STATUSES = frozenset({"traced", "partial", "failed", "error", "skipped"})
-_MODULE_STATUSES = frozenset({"traced", "leaf", "failed", "unvisited"})
+STATUSES = frozenset(outcome.STATUSES)
+_MODULE_STATUSES = frozenset(outcome.MODULE_STATUSES)
 _OPS = frozenset({"placeholder", "get_attr", "call_function", "call_method", "call_module", "output"})
 
 
 class _Bad(Exception):
     pass
+
+
+def _one_of(value: Any, allowed: frozenset[str] | tuple[str, ...]) -> bool:
+    """Whether ``value`` is one of the ``allowed`` strings (a dict or a list is not: never hashed)."""
+    return isinstance(value, str) and value in allowed
 
 
 def _int(value: Any, minimum: int) -> bool:
@@ -63,13 +71,13 @@ def _finding(f: Any, where: str) -> None:
     code = _need(f, "code", str, where)
     if not (len(code) == 6 and code.startswith("FXS") and code[3:].isdigit()):
         raise _Bad(f"{where}: code {code!r} is not a finding code")
-    if f.get("severity") not in SEVERITIES:
+    if not _one_of(f.get("severity"), SEVERITIES):
         raise _Bad(f"{where}: 'severity' is missing" if "severity" not in f else f"{where}: bad severity")
     _need(f, "message", str, where)
     for key in ("hint", "target"):
         if f.get(key) is not None and not isinstance(f[key], str):
             raise _Bad(f"{where}: {key!r} is not a string")
-    if f.get("anchor") is not None:
+    if "anchor" in f:
         _location(f["anchor"], f"{where}.anchor")
     for i, rel in enumerate(_list(f, "related", where)):
         _location(rel, f"{where}.related[{i}]")
@@ -84,9 +92,10 @@ def _finding(f: Any, where: str) -> None:
 
 
 def _list(obj: Mapping[str, Any], key: str, where: str) -> list[Any]:
-    value = obj.get(key)
-    if value is None:
+    """The list at ``key``: absent is empty, anything else (``null`` too) must be a list."""
+    if key not in obj:
         return []
+    value = obj[key]
     if not isinstance(value, list):
         raise _Bad(f"{where}: {key!r} is not a list")
     return value
@@ -97,7 +106,7 @@ def _module(m: Any, where: str) -> None:
         raise _Bad(f"{where}: not an object")
     _need(m, "path", str, where)
     _need(m, "type", str, where)
-    if m.get("status") not in _MODULE_STATUSES:
+    if not _one_of(m.get("status"), _MODULE_STATUSES):
         raise _Bad(f"{where}: bad status")
     if m.get("params") is not None and not _int(m["params"], 0):
         raise _Bad(f"{where}: 'params' is not a count")
@@ -110,7 +119,7 @@ def _plain_module(m: Any) -> bool:
     if type(m) is not dict or type(m.get("path")) is not str or type(m.get("type")) is not str:
         return False
     params = m.get("params")
-    return (m.get("status") in _MODULE_STATUSES and (params is None or type(params) is int and params >= 0)
+    return (_one_of(m.get("status"), _MODULE_STATUSES) and (params is None or type(params) is int and params >= 0)
             and all(key not in m for key in ("file", "line", "column", "end_line", "end_column")))
 
 
@@ -126,7 +135,7 @@ def _graph(g: Any, where: str) -> None:
 def _plain_node(node: Any) -> bool:
     """A well-formed node (a graph has thousands): strings, a known op and, if located, a file
     and a line number; anything else is described by :func:`_node`."""
-    if type(node) is not dict or node.get("op") not in _OPS:
+    if type(node) is not dict or not _one_of(node.get("op"), _OPS):
         return False
     for key in ("name", "target", "scope", "scope_type"):
         if type(node.get(key)) is not str:
@@ -144,7 +153,7 @@ def _node(node: Any, at: str) -> None:
         raise _Bad(f"{at}: not an object")
     for key in ("name", "target", "scope", "scope_type"):
         _need(node, key, str, at)
-    if node.get("op") not in _OPS:
+    if not _one_of(node.get("op"), _OPS):
         raise _Bad(f"{at}: bad op")
     _location(node, at, required=False)
 
@@ -155,9 +164,9 @@ def payload_problem(body: Any) -> str | None:
     try:
         if not isinstance(body, dict):
             raise _Bad(f"a {type(body).__name__}, not an object")
-        if body.get("status") not in STATUSES:
+        if not _one_of(body.get("status"), STATUSES):
             raise _Bad(f"status {body.get('status')!r} is not one of {sorted(STATUSES)}")
-        if body.get("nodes") is not None and not _int(body["nodes"], 0):
+        if "nodes" in body and not _int(body["nodes"], 0):
             raise _Bad("'nodes' is not a count")
         for i, f in enumerate(_list(body, "findings", "result")):
             _finding(f, f"findings[{i}]")
@@ -181,4 +190,6 @@ def payload_problem(body: Any) -> str | None:
         _strings(body, "warnings", "result")
     except _Bad as bad:
         return str(bad)
+    except (TypeError, ValueError, AttributeError, RecursionError) as e:  # a shape no check foresaw
+        return f"malformed ({type(e).__name__}: {e})"
     return None

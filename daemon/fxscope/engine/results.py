@@ -1,4 +1,4 @@
-"""A target's outcome as the engine hands it up: the worker's body plus how it was obtained.
+"""A target's result as the engine hands it up: its typed outcome plus how it was obtained.
 
 >>> relativize("/ws/pkg/m.py", "/ws"), relativize("/site/lib.py", "/ws")
 ('pkg/m.py', '/site/lib.py')
@@ -7,27 +7,27 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from fxscope.project.discovery import FileError, Target
+from fxscope.model import TargetOutcome
 from fxscope.model.codes import CODES, finding_dict
+from fxscope.project.discovery import FileError, Target
 
-__all__ = ["CheckResult", "REACHED", "TargetResult", "drop_covered_skips", "reached_types", "relativize",
-           "skipped_result"]
+__all__ = ["REACHED", "CheckResult", "TargetResult", "class_type", "covered_by_factory", "drop_covered_skips",
+           "reached_types", "relativize", "skipped_body", "skipped_result"]
 
 
-@dataclass
+@dataclass(frozen=True)
 class TargetResult:
-    """One target's outcome: the worker's ``body`` (report-schema target fields plus ``findings``,
-    ``graphs`` and ``files``: root-relative path -> hash of every file the trace read), whether it
-    came from the cache, and how long the trace took."""
+    """One target's result: its :class:`~fxscope.model.TargetOutcome`, whether it came from the
+    cache, and how long the trace took."""
 
     target: Target
-    body: dict[str, Any]
+    outcome: TargetOutcome
     cached: bool = False
     duration_ms: float = 0.0
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -57,64 +57,67 @@ def relativize(path: str, root: str) -> str:
     return ab
 
 
-def skipped_result(target: Target) -> TargetResult:
-    """A class that needs constructor arguments, has no factory and no recipe (FXS405)."""
+def skipped_body(target: Target) -> dict[str, Any]:
+    """The result body of a class that needs constructor arguments and has neither a factory nor a
+    recipe (FXS405)."""
     args = ", ".join(a for a in target.required_args) or "arguments"
     finding = finding_dict(
         "FXS405", f"`{target.qualname}` needs constructor arguments ({args}) and no factory is configured",
         hint=CODES["FXS405"].help, file=target.file, line=target.line,
     )
-    return TargetResult(target, {"status": "skipped", "modules": [], "nodes": 0, "findings": [finding],
-                                 "build_key": target.build_key()})
+    return {"status": "skipped", "modules": [], "nodes": 0, "findings": [finding], "build_key": target.build_key()}
+
+
+def skipped_result(target: Target) -> TargetResult:
+    """The result of a class that needs constructor arguments and has no way to be built (FXS405)."""
+    return TargetResult(target, TargetOutcome.from_json(skipped_body(target), target=target.id))
+
+
+def class_type(target: Target) -> str | None:
+    """The qualified type name of a class target (``pkg.models.Net``), None for a factory."""
+    return f"{target.module}.{target.qualname}" if target.kind == "class" and target.module else None
 
 
 #: Module statuses that mean the module's forward was traced (into a graph, or failing with a finding).
 REACHED = ("traced", "failed")
 
 
-def reached_types(results: list[TargetResult]) -> set[str]:
+def reached_types(results: Sequence[TargetResult]) -> set[str]:
     """Qualified class names (``pkg.model.Block``) whose forward some result traced: as a target
     or as a module instance inside one."""
-    reached: set[str] = set()
-    for r in results:
-        modules = r.body.get("modules")
-        for row in modules if isinstance(modules, list) else ():
-            if isinstance(row, dict) and row.get("status") in REACHED and isinstance(row.get("type"), str):
-                reached.add(row["type"])
-    return reached
+    return {m.type for r in results for m in r.outcome.modules if m.status in REACHED}
 
 
-def _factory_roots(results: list[TargetResult]) -> dict[str, str]:
+def covered_by_factory(results: Sequence[TargetResult]) -> dict[str, str]:
     """Qualified class name -> id of the configured factory target whose model is that class."""
     roots: dict[str, str] = {}
     for r in results:
-        modules = r.body.get("modules")
-        if r.target.kind == "factory" and isinstance(modules, list) and modules and isinstance(modules[0], dict):
-            kind = modules[0].get("type")
-            if isinstance(kind, str):
-                roots.setdefault(kind, r.target.id)
+        if r.target.kind == "factory" and r.outcome.root_type:
+            roots.setdefault(r.outcome.root_type, r.target.id)
     return roots
 
 
-def drop_covered_skips(results: list[TargetResult]) -> list[TargetResult]:
+def drop_covered_skips(results: Sequence[TargetResult]) -> list[TargetResult]:
     """``results`` where a class target is covered by another target:
 
     - a class whose model a configured factory target built is the factory's to report: its own
-      automatic build (from defaults or a recipe) becomes ``skipped`` with no findings;
+      automatic build (from defaults or a recipe) becomes ``skipped`` with no findings, and says
+      which factory covers it (``covered_by``);
     - the FXS405 of a class that could not be built on its own is removed when another target
-      reached that class (a module instance inside a traced model): it was checked after all.
+      reached that class (a factory built it, or it is a module instance inside a traced model):
+      it was checked after all.
 
     Other results are returned unchanged."""
     reached = reached_types(results)
-    factories = _factory_roots(results)
+    factories = covered_by_factory(results)
     out = []
     for r in results:
-        t = r.target
-        name = f"{t.module}.{t.qualname}" if t.kind == "class" and t.module else None
-        if name is not None and name in factories:
-            if r.body.get("findings") or r.body.get("status") != "skipped":
-                r = replace(r, body={**r.body, "status": "skipped", "findings": [], "covered_by": factories[name]})
-        elif name is not None and r.body.get("status") == "skipped" and name in reached:
-            r = replace(r, body={**r.body, "findings": []})
+        kind = class_type(r.target)
+        if kind is not None and kind in factories:
+            if r.outcome.findings or r.outcome.status != "skipped":
+                r = replace(r, outcome=replace(r.outcome, status="skipped", findings=(),
+                                               covered_by=factories[kind]))
+        elif kind is not None and r.outcome.status == "skipped" and kind in reached:
+            r = replace(r, outcome=replace(r.outcome, findings=()))
         out.append(r)
     return out

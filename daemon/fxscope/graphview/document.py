@@ -47,7 +47,7 @@ def within(scope: str, prefix: str) -> bool:
 
 
 def _node(n: Mapping[str, Any]) -> dict[str, Any]:
-    out = {"name": str(n["name"]), "op": str(n["op"]), "target": str(n.get("target", "")),
+    out: dict[str, Any] = {"name": str(n["name"]), "op": str(n["op"]), "target": str(n.get("target", "")),
            "scope": str(n.get("scope", "")), "scope_type": str(n.get("scope_type", "")),
            "inputs": [str(i) for i in n.get("inputs") or ()]}
     if n.get("file"):
@@ -104,18 +104,18 @@ def build_document(target_id: str, *, status: str, graphs: Iterable[Mapping[str,
 
     Raises GraphModuleError for a module path the target does not have."""
     graphs = list(graphs)
-    modules = [dict(m) for m in modules]
-    findings = target_findings(findings, target_id, module)
+    entries = [dict(m) for m in modules]
+    shown = target_findings(findings, target_id, module)
     if module is None:
         chosen = [{"module": str(g.get("module", "")), "nodes": [_node(n) for n in g.get("nodes") or ()]} for g in graphs]
     else:
         chosen = module_subgraph(graphs, module)
-        known = module == "" or any(m.get("path") == module for m in modules) or bool(findings)
+        known = module == "" or any(m.get("path") == module for m in entries) or bool(shown)
         if not chosen and not known:
             raise GraphModuleError(f"target {target_id!r} has no module {module!r}")
-        modules = [m for m in modules if within(str(m.get("path", "")), module)]
+        entries = [m for m in entries if within(str(m.get("path", "")), module)]
     return GraphDocument(version=VERSION, target=target_id, status=status, module=module,
-                         graphs=chosen, modules=modules, findings=findings)
+                         graphs=chosen, modules=entries, findings=shown)
 
 
 def graph_document(report: Mapping[str, Any], target_id: str, module: str | None = None) -> GraphDocument:

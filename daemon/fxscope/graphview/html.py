@@ -120,7 +120,7 @@ def _finding_item(f: Mapping[str, Any], anchors: Mapping[str, str]) -> str:
     loc = f"{f.get('file', '')}:{f.get('line', '')}" + (f":{f['column']}" if f.get("column") else "")
     file, line = f.get("file"), f.get("line")
     loc_html = (f'<a class="loc" href="#src-{anchors[file]}-L{int(line)}">{_esc(loc)}</a>'
-                if file in anchors and line else f'<span class="loc">{_esc(loc)}</span>')
+                if isinstance(file, str) and file in anchors and line else f'<span class="loc">{_esc(loc)}</span>')
     scopes = [s.get("path") or "<root>" for s in f.get("scopes") or ()]
     parts = [f'<li><span class="sev-{_esc(f.get("severity", ""))}">{_esc(f.get("code", ""))}</span> {loc_html} {_esc(f.get("message", ""))}']
     anchor = f.get("anchor") or {}

@@ -1,2 +1,4 @@
-"""The language server (``fxscope serve``): :mod:`.server` wires pygls to one workspace session
-per folder; each feature (diagnostics, hover, code lens, code actions, commands) is its own module."""
+"""The language server (``fxscope serve``): :mod:`.server` runs pygls and registers every handler
+module, one per group (lifecycle, configuration, folders, documents, diagnostics, hover, code
+lens, code actions, commands); each depends on the typed :mod:`.context`, never on the server.
+Every workspace folder has its own session (:class:`fxscope.session.Workspace`)."""

@@ -8,19 +8,18 @@ from __future__ import annotations
 
 import ast
 import logging
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Sequence
 
 from lsprotocol import types
+from pygls.lsp.server import LanguageServer
 
 from fxscope.lsp import edits
+from fxscope.lsp.context import ServerContext
 from fxscope.lsp.diagnostics import SOURCE, resolve_file
-from fxscope.lsp.folders import Folder, path_to_uri, uri_to_path
 from fxscope.lsp.positions import PositionEncoder, split_lines
-
-if TYPE_CHECKING:
-    from fxscope.lsp.server import FxscopeServer
-    from fxscope.model import Finding, Location
+from fxscope.lsp.workspaces import Folder, path_to_uri, uri_to_path
+from fxscope.model import Finding, Location
 
 __all__ = ["register", "CodeActionFeature", "text_edit"]
 
@@ -36,12 +35,9 @@ def text_edit(lines: Sequence[str], edit: edits.Edit, encoder: PositionEncoder) 
     return types.TextEdit(range=types.Range(start=start, end=end), new_text=edit.new_text)
 
 
-def _shown(finding: "Finding", root: Path, path: Path) -> "Location | None":
-    if resolve_file(root, finding.location.file) == path:
-        return finding.location
-    if finding.anchor is not None and resolve_file(root, finding.anchor.file) == path:
-        return finding.anchor
-    return None
+def _shown(finding: Finding, root: Path, path: Path) -> Location | None:
+    """Where ``finding`` is shown, when that is in ``path``."""
+    return finding.primary if resolve_file(root, finding.primary.file) == path else None
 
 
 def _class_at(text: str, line: int) -> tuple[str, list[str]] | None:
@@ -65,42 +61,45 @@ def _class_at(text: str, line: int) -> tuple[str, list[str]] | None:
     return None
 
 
+_PerFile = dict[Path, tuple[list[str], list[edits.Edit], bool]]
+
+
 class CodeActionFeature:
-    def __init__(self, ls: "FxscopeServer") -> None:
-        self.ls = ls
+    def __init__(self, ctx: ServerContext) -> None:
+        self.ctx = ctx
 
     # ------------------------------------------------------------------ helpers
     def _document_changes(self) -> bool:
-        caps = self.ls.client_capabilities
+        caps = self.ctx.capabilities
         ws = caps.workspace if caps else None
         return bool(ws and ws.workspace_edit and ws.workspace_edit.document_changes)
 
     def _can_create(self) -> bool:
-        caps = self.ls.client_capabilities
+        caps = self.ctx.capabilities
         ws = caps.workspace if caps else None
         ops = ws.workspace_edit.resource_operations if ws and ws.workspace_edit else None
         return bool(ops and types.ResourceOperationKind.Create in ops) and self._document_changes()
 
-    def _edit(self, per_file: dict[Path, tuple[list[str], list[edits.Edit], bool]]) -> types.WorkspaceEdit | None:
+    def _edit(self, per_file: _PerFile) -> types.WorkspaceEdit | None:
         """A WorkspaceEdit from store edits per file; the bool says the file does not exist yet."""
         if any(new for _, _, new in per_file.values()) and not self._can_create():
             return None
         if not self._document_changes():
             return types.WorkspaceEdit(changes={
-                path_to_uri(p): [text_edit(lines, e, self.ls.encoder) for e in es]
+                path_to_uri(p): [text_edit(lines, e, self.ctx.encoder) for e in es]
                 for p, (lines, es, _) in per_file.items()})
-        changes: list[Any] = []
+        changes: list[types.TextDocumentEdit | types.CreateFile | types.RenameFile | types.DeleteFile] = []
         for p, (lines, es, new) in per_file.items():
             uri = path_to_uri(p)
             if new:
                 changes.append(types.CreateFile(uri=uri, options=types.CreateFileOptions(ignore_if_exists=True)))
             changes.append(types.TextDocumentEdit(
-                text_document=types.OptionalVersionedTextDocumentIdentifier(uri=uri, version=self.ls.document_version(p)),
-                edits=[text_edit(lines, e, self.ls.encoder) for e in es]))
+                text_document=types.OptionalVersionedTextDocumentIdentifier(uri=uri, version=self.ctx.documents.version(p)),
+                edits=[text_edit(lines, e, self.ctx.encoder) for e in es]))
         return types.WorkspaceEdit(document_changes=changes)
 
     def _text(self, path: Path) -> str | None:
-        text = self.ls.text_of(path)
+        text = self.ctx.documents.text(path)
         if text is None and path.is_file():
             try:
                 text = path.read_text(encoding="utf-8")
@@ -109,8 +108,7 @@ class CodeActionFeature:
         return text
 
     def _action(self, title: str, diagnostic: types.Diagnostic | None,
-                per_file: dict[Path, tuple[list[str], list[edits.Edit], bool]],
-                preferred: bool = False) -> types.CodeAction | None:
+                per_file: _PerFile, preferred: bool = False) -> types.CodeAction | None:
         edit = self._edit(per_file)
         if edit is None:
             return None
@@ -127,25 +125,31 @@ class CodeActionFeature:
         return self._action(title, diagnostic, {pyproject: (split_lines(text or ""), [edit], text is None)})
 
     # ------------------------------------------------------------------ actions
-    def actions_for(self, folder: Folder, path: Path, text: str, finding: "Finding", shown: "Location",
+    def _rewrite(self, path: Path, text: str, finding: Finding, diagnostic: types.Diagnostic | None
+                 ) -> types.CodeAction | None:
+        """``len(x)`` -> ``x.size(0)`` (FXS103), ``int(x.shape[i])`` -> ``x.size(i)`` (FXS104)."""
+        loc = finding.location
+        if loc.outside or loc.column is None or loc.end_column is None:
+            return None
+        end_line = loc.end_line or loc.line
+        if finding.code == "FXS103":
+            e = edits.replace_len(text, loc.line, loc.column, end_line, loc.end_column)
+            title = "Replace with `{}` (recorded in the graph)"
+        elif finding.code == "FXS104":
+            e = edits.replace_int_shape(text, loc.line, loc.column, end_line, loc.end_column)
+            title = "Replace with `{}` (stays a traced value)"
+        else:
+            return None
+        if e is None:
+            return None
+        return self._action(title.format(e.new_text), diagnostic, {path: (split_lines(text), [e], False)},
+                            preferred=True)
+
+    def actions_for(self, folder: Folder, path: Path, text: str, finding: Finding, shown: Location,
                     diagnostic: types.Diagnostic | None) -> list[types.CodeAction]:
-        out: list[types.CodeAction | None] = []
         lines = split_lines(text)
         code = finding.code
-        on_this_file = resolve_file(folder.root, finding.location.file) == path
-        loc = finding.location
-        if on_this_file and loc.column is not None and loc.end_column is not None:
-            end_line = loc.end_line or loc.line
-            if code == "FXS103":
-                e = edits.replace_len(text, loc.line, loc.column, end_line, loc.end_column)
-                if e is not None:
-                    out.append(self._action(f"Replace with `{e.new_text}` (recorded in the graph)",
-                                            diagnostic, {path: (lines, [e], False)}, preferred=True))
-            if code == "FXS104":
-                e = edits.replace_int_shape(text, loc.line, loc.column, end_line, loc.end_column)
-                if e is not None:
-                    out.append(self._action(f"Replace with `{e.new_text}` (stays a traced value)",
-                                            diagnostic, {path: (lines, [e], False)}, preferred=True))
+        out: list[types.CodeAction | None] = [self._rewrite(path, text, finding, diagnostic)]
         if code == "FXS405":
             out.append(self._factory_action(folder, path, text, shown.line, diagnostic))
         if code in _ERROR_CODES_FOR_LEAF:
@@ -161,13 +165,13 @@ class CodeActionFeature:
             out.append(self._action(f"Suppress {code} on this line", diagnostic, {path: (lines, [s], False)}))
         return [a for a in out if a is not None]
 
-    def _wrap_action(self, folder: Folder, finding: "Finding", diagnostic: types.Diagnostic | None) -> types.CodeAction | None:
+    def _wrap_action(self, folder: Folder, finding: Finding, diagnostic: types.Diagnostic | None) -> types.CodeAction | None:
         file = resolve_file(folder.root, finding.location.file)
         if folder.root not in file.parents:
             return None
         text = self._text(file)
         func = edits.enclosing_function(text or "", finding.location.line)
-        module = edits.module_name(file, self.ls.python_path(folder))
+        module = edits.module_name(file, self.ctx.python_path(folder))
         if func is None or module is None:
             return None
         return self._pyproject_action(folder, "wrap-functions", f"{module}:{func}",
@@ -177,7 +181,7 @@ class CodeActionFeature:
     def _factory_action(self, folder: Folder, path: Path, text: str, line: int,
                         diagnostic: types.Diagnostic | None) -> types.CodeAction | None:
         found = _class_at(text, line)
-        module = edits.module_name(path, self.ls.python_path(folder))
+        module = edits.module_name(path, self.ctx.python_path(folder))
         if found is None or module is None:
             return None
         name, required = found
@@ -196,8 +200,8 @@ class CodeActionFeature:
         if only and not any(k in (types.CodeActionKind.QuickFix, "quickfix") for k in only):
             return []
         path = uri_to_path(params.text_document.uri)
-        folder = self.ls.folders.for_path(path, create=False)
-        if path is None or folder is None or not self.ls.options_for(folder).enable:
+        folder = self.ctx.folders.for_path(path, create=False)
+        if path is None or folder is None or not self.ctx.options_for(folder).enable:
             return None
         text = self._text(path)
         if text is None:
@@ -225,12 +229,12 @@ class CodeActionFeature:
         return out
 
 
-def register(ls: "FxscopeServer") -> CodeActionFeature:
-    feature = CodeActionFeature(ls)
+def register(ls: LanguageServer, ctx: ServerContext) -> CodeActionFeature:
+    feature = CodeActionFeature(ctx)
 
     @ls.feature(types.TEXT_DOCUMENT_CODE_ACTION,
                 types.CodeActionOptions(code_action_kinds=[types.CodeActionKind.QuickFix], resolve_provider=False))
-    def code_action(params: types.CodeActionParams) -> Any:
+    def code_action(params: types.CodeActionParams) -> list[types.CodeAction] | None:
         return feature.code_actions(params)
 
     return feature

@@ -12,18 +12,16 @@ without code lens (off by default: setting ``inlayHints``).
 from __future__ import annotations
 
 import ast
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
+from pygls.lsp.server import LanguageServer
 
-from fxscope.lsp.diagnostics import resolve_file
-from fxscope.lsp.folders import Folder, uri_to_path
+from fxscope.lsp.context import ServerContext
 from fxscope.lsp.positions import split_lines
-
-if TYPE_CHECKING:
-    from fxscope.lsp.server import FxscopeServer
-    from fxscope.model import ClassSummary
+from fxscope.lsp.workspaces import Folder, uri_to_path
+from fxscope.model import ClassSummary, Finding
 
 __all__ = ["register", "lens_title", "graph_arguments", "SHOW_GRAPH"]
 
@@ -34,7 +32,7 @@ def _plural(n: int, word: str) -> str:
     return f"{n} {word}{'' if n == 1 else 's'}"
 
 
-def lens_title(summary: "ClassSummary", untraceable_lines: int) -> str:
+def lens_title(summary: ClassSummary, untraceable_lines: int) -> str:
     """The one-line summary of a class."""
     status = summary.status
     if status == "traced":
@@ -59,7 +57,7 @@ def lens_title(summary: "ClassSummary", untraceable_lines: int) -> str:
     return f"not traced: {summary.reason or 'no traced model uses it'}"
 
 
-def graph_arguments(summary: "ClassSummary", folder_uri: str) -> list[Any] | None:
+def graph_arguments(summary: ClassSummary, folder_uri: str) -> list[str | None] | None:
     """``fxscope.showGraph`` arguments for a class: its own target's root graph, else the graph
     of its first instance inside a model that contains it."""
     if not summary.targets or summary.status in ("skipped", "not-traced"):
@@ -80,32 +78,27 @@ def _class_ends(text: str) -> dict[int, int]:
     return {n.lineno: n.end_lineno or n.lineno for n in ast.walk(tree) if isinstance(n, ast.ClassDef)}
 
 
-def _untraceable_lines(folder: Folder, path: Path, start: int, end: int | None) -> int:
+def _untraceable_lines(findings: Sequence[Finding], start: int, end: int | None) -> int:
+    """Lines in ``start..end`` with an error shown on them."""
     if end is None:
         return 0
-    ff = folder.workspace.findings_for(path)
-    lines = set()
-    for f in ff.findings:
-        loc = f.location if resolve_file(folder.root, f.location.file) == path else f.anchor
-        if loc is not None and f.severity == "error" and start <= loc.line <= end:
-            lines.add(loc.line)
-    return len(lines)
+    return len({f.primary.line for f in findings if f.severity == "error" and start <= f.primary.line <= end})
 
 
 class LensFeature:
-    def __init__(self, ls: "FxscopeServer") -> None:
-        self.ls = ls
+    def __init__(self, ctx: ServerContext) -> None:
+        self.ctx = ctx
 
-    def _summaries(self, uri: str) -> tuple[Folder, Path, list[str], list[tuple["ClassSummary", str]]] | None:
+    def _summaries(self, uri: str) -> tuple[Folder, Path, list[str], list[tuple[ClassSummary, str]]] | None:
         path = uri_to_path(uri)
-        folder = self.ls.folders.for_path(path, create=False)
-        if path is None or folder is None or not self.ls.options_for(folder).enable:
+        folder = self.ctx.folders.for_path(path, create=False)
+        if path is None or folder is None or not self.ctx.options_for(folder).enable:
             return None
-        text = self.ls.text_of(path) or ""
+        text = self.ctx.documents.text(path) or ""
         ends = _class_ends(text)
-        out = []
-        for s in folder.workspace.classes_in(path):
-            out.append((s, lens_title(s, _untraceable_lines(folder, path, s.line, ends.get(s.line)))))
+        findings = folder.workspace.findings_for(path).findings
+        out = [(s, lens_title(s, _untraceable_lines(findings, s.line, ends.get(s.line))))
+               for s in folder.workspace.classes_in(path)]
         return folder, path, split_lines(text), out
 
     def code_lens(self, params: types.CodeLensParams) -> list[types.CodeLens] | None:
@@ -113,7 +106,7 @@ class LensFeature:
         if found is None:
             return None
         folder, _, lines, summaries = found
-        if not self.ls.options_for(folder).code_lens:
+        if not self.ctx.options_for(folder).code_lens:
             return []
         lenses = []
         for summary, title in summaries:
@@ -121,7 +114,8 @@ class LensFeature:
                 continue
             args = graph_arguments(summary, folder.uri)
             start = types.Position(line=summary.line - 1, character=0)
-            command = types.Command(title=title, command=SHOW_GRAPH if args else "", arguments=args)
+            command = types.Command(title=title, command=SHOW_GRAPH if args else "",
+                                    arguments=list(args) if args else None)
             lenses.append(types.CodeLens(range=types.Range(start=start, end=start), command=command))
         return lenses
 
@@ -130,28 +124,28 @@ class LensFeature:
         if found is None:
             return None
         folder, _, lines, summaries = found
-        if not self.ls.options_for(folder).inlay_hints:
+        if not self.ctx.options_for(folder).inlay_hints:
             return []
         hints = []
         first, last = params.range.start.line + 1, params.range.end.line + 1
         for summary, title in summaries:
             if not (first <= summary.line <= last and summary.line <= len(lines)):
                 continue
-            end = self.ls.encoder.line_length(lines[summary.line - 1])
+            end = self.ctx.encoder.line_length(lines[summary.line - 1])
             hints.append(types.InlayHint(position=types.Position(line=summary.line - 1, character=end),
                                          label=title, padding_left=True))
         return hints
 
 
-def register(ls: "FxscopeServer") -> LensFeature:
-    feature = LensFeature(ls)
+def register(ls: LanguageServer, ctx: ServerContext) -> LensFeature:
+    feature = LensFeature(ctx)
 
     @ls.feature(types.TEXT_DOCUMENT_CODE_LENS, types.CodeLensOptions(resolve_provider=False))
-    def code_lens(params: types.CodeLensParams) -> Any:
+    def code_lens(params: types.CodeLensParams) -> list[types.CodeLens] | None:
         return feature.code_lens(params)
 
     @ls.feature(types.TEXT_DOCUMENT_INLAY_HINT, types.InlayHintOptions(resolve_provider=False))
-    def inlay_hint(params: types.InlayHintParams) -> Any:
+    def inlay_hint(params: types.InlayHintParams) -> list[types.InlayHint] | None:
         return feature.inlay_hints(params)
 
     return feature

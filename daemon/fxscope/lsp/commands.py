@@ -14,17 +14,17 @@ graph m.py::Net (root) · traced
 from __future__ import annotations
 
 import logging
+import os
 import sys
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pygls.exceptions import JsonRpcInvalidParams
+from pygls.lsp.server import LanguageServer
 
 from fxscope.graphview.document import GraphModuleError
-from fxscope.lsp.folders import Folder, uri_to_path
-
-if TYPE_CHECKING:
-    from fxscope.lsp.server import FxscopeServer
-    from fxscope.model import GraphView
+from fxscope.lsp.context import ServerContext
+from fxscope.lsp.workspaces import Folder, uri_to_path
+from fxscope.model import GraphView
 
 __all__ = ["register", "graph_text", "SHOW_GRAPH", "RETRACE", "CLEAR_CACHE", "STATUS"]
 
@@ -33,7 +33,7 @@ log = logging.getLogger("fxscope.lsp")
 SHOW_GRAPH, RETRACE, CLEAR_CACHE, STATUS = "fxscope.showGraph", "fxscope.retrace", "fxscope.clearCache", "fxscope.status"
 
 
-def graph_text(view: "GraphView") -> str:
+def graph_text(view: GraphView) -> str:
     """A plain-text rendering: one block per graph, one line per node with its scope and line."""
     out = []
     for module, nodes in view.graphs:
@@ -59,16 +59,16 @@ def _invalid(message: str) -> JsonRpcInvalidParams:
 
 
 class Commands:
-    def __init__(self, ls: "FxscopeServer") -> None:
-        self.ls = ls
+    def __init__(self, ctx: ServerContext) -> None:
+        self.ctx = ctx
 
     def _folder(self, uri: Any) -> list[Folder]:
         if uri is None:
-            return self.ls.folders.all()
+            return self.ctx.folders.all()
         if not isinstance(uri, str):
             raise _invalid("expected a folder or document URI")
         path = uri_to_path(uri)
-        folder = self.ls.folders.for_path(path, create=False)
+        folder = self.ctx.folders.for_path(path, create=False)
         if folder is None:
             raise _invalid(f"{uri} is not in any workspace folder")
         return [folder]
@@ -99,7 +99,7 @@ class Commands:
         folders = self._folder(uri)
         for folder in folders:
             paths = None if path is None or path == folder.root else [path]
-            self.ls.progress.expect_round(folder, "fxscope: re-tracing")
+            self.ctx.progress.expect_round(folder, "fxscope: re-tracing")
             folder.workspace.retrace(paths)
         return {"retracing": [f.uri for f in folders]}
 
@@ -117,29 +117,29 @@ class Commands:
                         "running": st.running, "queued": st.queued, "generation": st.generation,
                         "last_duration_ms": st.last_duration_ms, "worker": st.worker,
                         "config_error": st.config_error, "checks": st.checks, "torch": st.torch})
-        return {"server": {"pid": self.ls.pid, "encoding": self.ls.encoder.encoding,
+        return {"server": {"pid": os.getpid(), "encoding": self.ctx.encoder.encoding,
                            "torch_imported": "torch" in sys.modules,
-                           "diagnostics": "pull" if self.ls.diagnostics.pull else "push"},
+                           "diagnostics": "pull" if self.ctx.diagnostics.pull else "push"},
                 "folders": out}
 
 
-def register(ls: "FxscopeServer") -> Commands:
-    commands = Commands(ls)
+def register(ls: LanguageServer, ctx: ServerContext) -> Commands:
+    commands = Commands(ctx)
 
     @ls.command(SHOW_GRAPH)
-    def show_graph(*args):  # type: ignore[no-untyped-def]
+    def show_graph(*args: Any) -> dict[str, Any]:
         return commands.show_graph(args)
 
     @ls.command(RETRACE)
-    def retrace(*args):  # type: ignore[no-untyped-def]
+    def retrace(*args: Any) -> dict[str, Any]:
         return commands.retrace(args)
 
     @ls.command(CLEAR_CACHE)
-    def clear_cache(*args):  # type: ignore[no-untyped-def]
+    def clear_cache(*args: Any) -> dict[str, Any]:
         return commands.clear_cache(args)
 
     @ls.command(STATUS)
-    def status(*args):  # type: ignore[no-untyped-def]
+    def status(*args: Any) -> dict[str, Any]:
         return commands.status(args)
 
     return commands

@@ -12,19 +12,18 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Sequence
-
 from lsprotocol import types
+from pygls.lsp.server import LanguageServer
 
-from fxscope.lsp.folders import Folder, path_to_uri, uri_to_path
+from fxscope.lsp.context import ServerContext
 from fxscope.lsp.positions import PositionEncoder, split_lines
+from fxscope.lsp.workspaces import Folder, path_to_uri, uri_to_path
+from fxscope.model import Finding, Location
 from fxscope.model.codes import CODES_URL
-
-if TYPE_CHECKING:
-    from fxscope.lsp.server import FxscopeServer
-    from fxscope.model import Finding, Location
+from fxscope.session import FileFindings, ResultsEvent
 
 __all__ = ["CODES_URL", "DiagnosticsFeature", "to_diagnostic", "resolve_file", "register"]
 
@@ -59,7 +58,7 @@ def _scope_label(path: str, type_name: str) -> str:
     return f"{path or '<root>'}: {_short(type_name)}"
 
 
-def _location(root: Path, loc: "Location", encoder: PositionEncoder, texts: "TextSource") -> types.Location:
+def _location(root: Path, loc: Location, encoder: PositionEncoder, texts: TextSource) -> types.Location:
     path = resolve_file(root, loc.file)
     lines = texts.lines(path)
     return types.Location(uri=path_to_uri(path),
@@ -86,42 +85,45 @@ class TextSource:
         return cached
 
 
-def to_diagnostic(finding: "Finding", path: Path, root: Path, encoder: PositionEncoder,
-                  texts: TextSource) -> types.Diagnostic:
-    """The diagnostic of ``finding`` shown in ``path``: at its location when that is in ``path``,
-    else at its anchor (a finding inside an installed library), with the library location, the
-    call chain and the other module scopes as related information."""
-    loc = finding.location
-    shown = loc
-    related: list[types.DiagnosticRelatedInformation] = []
-    if resolve_file(root, loc.file) != path and finding.anchor is not None \
-            and resolve_file(root, finding.anchor.file) == path:
-        shown = finding.anchor
+def _related(finding: Finding, root: Path, here: types.Location, encoder: PositionEncoder,
+             texts: TextSource) -> list[types.DiagnosticRelatedInformation]:
+    """The library location (when the finding is shown at its anchor), the call chain and the
+    other module scopes."""
+    related = []
+    origin = finding.origin
+    if origin is not None:
         related.append(types.DiagnosticRelatedInformation(
-            location=_location(root, loc, encoder, texts),
-            message=f"the failing code, in {loc.file}:{loc.line}"))
-    lines = texts.lines(path)
-    rng = encoder.range(lines, shown.line, shown.column, shown.end_line, shown.end_column)
+            location=_location(root, origin, encoder, texts),
+            message=f"the failing code, in {origin.file}:{origin.line}"))
     for step in finding.related:
         related.append(types.DiagnosticRelatedInformation(
             location=_location(root, step, encoder, texts), message=step.message or "called from here"))
     scopes = list(finding.scopes)
-    if len(scopes) > 1:
-        here = types.Location(uri=path_to_uri(path), range=rng)
-        for scope in scopes[1:_MAX_SCOPES + 1]:
-            where = f" (target {scope.target})" if scope.target and scope.target != finding.target else ""
-            related.append(types.DiagnosticRelatedInformation(
-                location=here, message=f"also in {_scope_label(scope.path, scope.type)}{where}"))
-        rest = scopes[_MAX_SCOPES + 1:]
-        if rest:
-            related.append(types.DiagnosticRelatedInformation(
-                location=here, message=f"also in {len(rest)} more module instances "
-                                       f"({', '.join(s.path or '<root>' for s in rest[:3])}, ...)"))
+    for scope in scopes[1:_MAX_SCOPES + 1]:
+        where = f" (target {scope.target})" if scope.target and scope.target != finding.target else ""
+        related.append(types.DiagnosticRelatedInformation(
+            location=here, message=f"also in {_scope_label(scope.path, scope.type)}{where}"))
+    rest = scopes[_MAX_SCOPES + 1:]
+    if rest:
+        related.append(types.DiagnosticRelatedInformation(
+            location=here, message=f"also in {len(rest)} more module instances "
+                                   f"({', '.join(s.path or '<root>' for s in rest[:3])}, ...)"))
+    return related
+
+
+def to_diagnostic(finding: Finding, path: Path, root: Path, encoder: PositionEncoder,
+                  texts: TextSource) -> types.Diagnostic:
+    """The diagnostic of ``finding`` in ``path``, at its primary location (its anchor when the
+    failing code is in an installed library), with the library location, the call chain and the
+    other module scopes as related information."""
+    shown = finding.primary
+    rng = encoder.range(texts.lines(path), shown.line, shown.column, shown.end_line, shown.end_column)
+    related = _related(finding, root, types.Location(uri=path_to_uri(path), range=rng), encoder, texts)
     message = finding.message
-    if scopes:
-        message += f"\nin {_scope_label(scopes[0].path, scopes[0].type)}"
-        if len(scopes) > 1:
-            message += f" and {len(scopes) - 1} more"
+    if finding.scopes:
+        message += f"\nin {_scope_label(finding.scopes[0].path, finding.scopes[0].type)}"
+        if len(finding.scopes) > 1:
+            message += f" and {len(finding.scopes) - 1} more"
     if finding.hint:
         message += f"\nhint: {finding.hint}"
     return types.Diagnostic(
@@ -146,9 +148,9 @@ class _Published:
 class DiagnosticsFeature:
     """Push and pull diagnostics for every folder of one server."""
 
-    def __init__(self, ls: "FxscopeServer") -> None:
-        self.ls = ls
-        self._published: dict[str, _Published] = {}
+    def __init__(self, ctx: ServerContext) -> None:
+        self.ctx = ctx
+        self._published: dict[str, _Published] = {}  # what each document's client shows
         self._changed: asyncio.Event | None = None
         self._refresh_pending = False
 
@@ -156,41 +158,47 @@ class DiagnosticsFeature:
     @property
     def pull(self) -> bool:
         """The client pulls (``textDocument.diagnostic``); otherwise the server pushes."""
-        caps = self.ls.client_capabilities
+        caps = self.ctx.capabilities
         return bool(caps and caps.text_document and caps.text_document.diagnostic is not None)
 
     @property
     def refresh_support(self) -> bool:
-        caps = self.ls.client_capabilities
+        caps = self.ctx.capabilities
         ws = caps.workspace if caps else None
         return bool(ws and ws.diagnostics and ws.diagnostics.refresh_support)
 
     # ------------------------------------------------------------------ conversion
-    def diagnostics_for(self, folder: Folder, path: Path, findings: Sequence["Finding"]) -> list[types.Diagnostic]:
-        texts = TextSource(self.ls.buffers())
+    def diagnostics_for(self, folder: Folder, path: Path, findings: Sequence[Finding]) -> list[types.Diagnostic]:
+        texts = TextSource(self.ctx.documents.buffers())
         out = []
         for f in findings:
             try:
-                out.append(to_diagnostic(f, path, folder.root, self.ls.encoder, texts))
+                out.append(to_diagnostic(f, path, folder.root, self.ctx.encoder, texts))
             except Exception:  # one odd finding must not hide the others
-                log.exception("could not convert a %s finding in %s", getattr(f, "code", "?"), path)
+                log.exception("could not convert a %s finding in %s", f.code, path)
         return out
 
-    def _findings(self, folder: Folder, path: Path) -> Any:
-        if not self.ls.options_for(folder).enable:
+    def _findings(self, folder: Folder, path: Path) -> FileFindings | None:
+        if not self.ctx.options_for(folder).enable:
             return None
         return folder.workspace.findings_for(path)
 
     # ------------------------------------------------------------------ events (on the loop)
-    def results_changed(self, folder: Folder, files: Sequence[Path]) -> None:
-        """New results for ``files`` of ``folder``: push them, or ask pull clients to refresh."""
+    def wake(self) -> None:
+        """Something changed: a waiting pull looks again."""
         if self._changed is not None:
             self._changed.set()
+
+    def results_changed(self, folder: Folder, event: ResultsEvent) -> None:
+        """New findings for files of ``folder``: push those the event carries, or ask pull
+        clients to refresh."""
+        self.wake()
         if self.pull:
             self._schedule_refresh()
             return
-        for path in files:
-            self.publish(folder, path)
+        enabled = self.ctx.options_for(folder).enable
+        for path, found in zip(event.files, event.findings):
+            self.publish(folder, path, found if enabled else None)
 
     def publish_all(self, folder: Folder) -> None:
         """Push every file of ``folder`` that has findings, and every open document."""
@@ -198,28 +206,27 @@ class DiagnosticsFeature:
             self._schedule_refresh()
             return
         paths = set(folder.workspace.files_with_findings())
-        paths.update(p for p in self.ls.open_paths() if self.ls.folders.for_path(p, create=False) is folder)
+        paths.update(self.ctx.documents.open_paths(folder))
         for uri, state in list(self._published.items()):
             p = uri_to_path(uri)
-            if p is not None and state.result_id and self.ls.folders.for_path(p, create=False) is folder:
+            if p is not None and state.result_id and self.ctx.folders.for_path(p, create=False) is folder:
                 paths.add(p)
         for path in sorted(paths):
             self.publish(folder, path)
 
-    def publish(self, folder: Folder, path: Path, *, force: bool = False) -> None:
-        """Push the findings of ``path`` unless they are older than what the client has."""
+    def publish(self, folder: Folder, path: Path, found: FileFindings | None = None, *, force: bool = False) -> None:
+        """Push the findings of ``path`` (``found``, else the workspace's) unless they are older
+        than what the client has."""
         uri = path_to_uri(path)
-        ff = self._findings(folder, path)
-        open_version = self.ls.document_version(path)
+        ff = found if found is not None else self._findings(folder, path)
+        open_version = self.ctx.documents.version(path)
         if ff is None:  # disabled: clear
             if uri in self._published:
                 self._send(uri, [], open_version)
                 self._published.pop(uri, None)
             return
+        version = self._version(path, ff, open_version)
         last = self._published.get(uri)
-        version = ff.version if open_version is not None else None
-        if open_version is not None and version is None and self._buffer_is_disk(path):
-            version = open_version  # computed from the disk, which holds exactly the buffer's text
         if open_version is not None and last is not None and last.version is not None:
             if version is None or version < last.version:
                 return  # older than what the client shows: keep the last results
@@ -233,9 +240,17 @@ class DiagnosticsFeature:
         self._published[uri] = _Published(version, ff.result_id)
         self._send(uri, diagnostics, version)
 
+    def _version(self, path: Path, ff: FileFindings, open_version: int | None) -> int | None:
+        """The document version ``ff`` is for, as the client is told (None: a closed file)."""
+        if open_version is None:
+            return None
+        if ff.version is None and self._buffer_is_disk(path):
+            return open_version  # computed from the disk, which holds exactly the buffer's text
+        return ff.version
+
     def _buffer_is_disk(self, path: Path) -> bool:
         try:
-            return path.read_text(encoding="utf-8") == self.ls.text_of(path)
+            return path.read_text(encoding="utf-8") == self.ctx.documents.text(path)
         except (OSError, UnicodeDecodeError):
             return False
 
@@ -246,7 +261,7 @@ class DiagnosticsFeature:
             self.publish(folder, path, force=True)
 
     def _send(self, uri: str, diagnostics: list[types.Diagnostic], version: int | None) -> None:
-        self.ls.text_document_publish_diagnostics(
+        self.ctx.client.publish_diagnostics(
             types.PublishDiagnosticsParams(uri=uri, diagnostics=diagnostics, version=version))
 
     def _schedule_refresh(self) -> None:
@@ -256,38 +271,38 @@ class DiagnosticsFeature:
 
         def send() -> None:
             self._refresh_pending = False
-            if self.ls.is_shut_down:
+            if self.ctx.shut_down:
                 return
             try:
-                self.ls.workspace_diagnostic_refresh(None)
+                self.ctx.client.refresh_diagnostics()
             except Exception:
                 log.exception("workspace/diagnostic/refresh failed")
 
-        asyncio.get_running_loop().call_later(0.05, send)
+        self.ctx.client.call_later(0.05, send)
 
     # ------------------------------------------------------------------ pull
-    async def _current(self, folder: Folder, path: Path) -> Any:
+    async def _current(self, folder: Folder, path: Path) -> FileFindings | None:
         """The findings of ``path``; for a client that cannot be told to refresh, first wait
         (bounded) while a trace that may change them is debouncing, queued or running."""
-        version = self.ls.document_version(path)
+        version = self.ctx.documents.version(path)
         if version is None or self.refresh_support:
             return self._findings(folder, path)
         if self._changed is None:
             self._changed = asyncio.Event()
         deadline = time.monotonic() + PULL_WAIT_S
-        while time.monotonic() < deadline and self.ls.busy(folder, path):
+        while time.monotonic() < deadline and self.ctx.busy(folder, path):
             self._changed.clear()
             try:
                 await asyncio.wait_for(self._changed.wait(), timeout=0.1)
             except asyncio.TimeoutError:
                 pass
-            if self.ls.document_version(path) != version:
+            if self.ctx.documents.version(path) != version:
                 break  # a newer edit: answer now, the client pulls again for it
         return self._findings(folder, path)
 
     async def pull_document(self, params: types.DocumentDiagnosticParams) -> types.DocumentDiagnosticReport:
         path = uri_to_path(params.text_document.uri)
-        folder = self.ls.folders.for_path(path)
+        folder = self.ctx.folders.for_path(path)
         if path is None or folder is None:
             return types.RelatedFullDocumentDiagnosticReport(items=[], result_id="none")
         ff = await self._current(folder, path)
@@ -298,47 +313,47 @@ class DiagnosticsFeature:
         return types.RelatedFullDocumentDiagnosticReport(
             items=self.diagnostics_for(folder, path, ff.findings), result_id=ff.result_id)
 
+    def _workspace_item(self, folder: Folder, path: Path, previous: dict[str, str]
+                        ) -> types.WorkspaceDocumentDiagnosticReport:
+        uri = path_to_uri(path)
+        ff = self._findings(folder, path)
+        version = self.ctx.documents.version(path)
+        if ff is None:
+            return types.WorkspaceFullDocumentDiagnosticReport(uri=uri, version=version, items=[])
+        if previous.get(uri) == ff.result_id:
+            return types.WorkspaceUnchangedDocumentDiagnosticReport(uri=uri, version=version, result_id=ff.result_id)
+        return types.WorkspaceFullDocumentDiagnosticReport(
+            uri=uri, version=version, items=self.diagnostics_for(folder, path, ff.findings), result_id=ff.result_id)
+
     async def pull_workspace(self, params: types.WorkspaceDiagnosticParams) -> types.WorkspaceDiagnosticReport:
         previous = {p.uri: p.value for p in params.previous_result_ids or ()}
-        items: list[Any] = []
+        items: list[types.WorkspaceDocumentDiagnosticReport] = []
         seen: set[str] = set()
-        for folder in self.ls.folders.all():
+        for folder in self.ctx.folders.all():
             paths = set(folder.workspace.files_with_findings())
             for uri in previous:
                 p = uri_to_path(uri)
-                if p is not None and self.ls.folders.for_path(p, create=False) is folder:
+                if p is not None and self.ctx.folders.for_path(p, create=False) is folder:
                     paths.add(p)
             for path in sorted(paths):
-                uri = path_to_uri(path)
-                if uri in seen:
-                    continue
-                seen.add(uri)
-                ff = self._findings(folder, path)
-                version = self.ls.document_version(path)
-                if ff is None:
-                    items.append(types.WorkspaceFullDocumentDiagnosticReport(uri=uri, version=version, items=[]))
-                elif previous.get(uri) == ff.result_id:
-                    items.append(types.WorkspaceUnchangedDocumentDiagnosticReport(
-                        uri=uri, version=version, result_id=ff.result_id))
-                else:
-                    items.append(types.WorkspaceFullDocumentDiagnosticReport(
-                        uri=uri, version=version, items=self.diagnostics_for(folder, path, ff.findings),
-                        result_id=ff.result_id))
+                if path_to_uri(path) not in seen:
+                    seen.add(path_to_uri(path))
+                    items.append(self._workspace_item(folder, path, previous))
         return types.WorkspaceDiagnosticReport(items=items)
 
 
-def register(ls: "FxscopeServer") -> DiagnosticsFeature:
-    """Register the pull handlers; the server calls the push side on results."""
-    feature = DiagnosticsFeature(ls)
+def register(ls: LanguageServer, ctx: ServerContext) -> DiagnosticsFeature:
+    """Register the pull handlers; results events drive the push side."""
+    feature = DiagnosticsFeature(ctx)
 
     @ls.feature(types.TEXT_DOCUMENT_DIAGNOSTIC,
                 types.DiagnosticOptions(identifier="fxscope", inter_file_dependencies=True,
                                         workspace_diagnostics=True))
-    async def document_diagnostic(params: types.DocumentDiagnosticParams) -> Any:
+    async def document_diagnostic(params: types.DocumentDiagnosticParams) -> types.DocumentDiagnosticReport:
         return await feature.pull_document(params)
 
     @ls.feature(types.WORKSPACE_DIAGNOSTIC)
-    async def workspace_diagnostic(params: types.WorkspaceDiagnosticParams) -> Any:
+    async def workspace_diagnostic(params: types.WorkspaceDiagnosticParams) -> types.WorkspaceDiagnosticReport:
         return await feature.pull_workspace(params)
 
     return feature

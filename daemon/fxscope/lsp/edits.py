@@ -17,7 +17,7 @@ import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Sequence
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -137,7 +137,7 @@ def replace_len(text: str, line: int, column: int, end_line: int, end_column: in
     """
     source = _segment(text, line, column, end_line, end_column)
     call = _call(source or "", "len")
-    if call is None:
+    if source is None or call is None:
         return None
     arg = call.args[0]
     if isinstance(arg, ast.Attribute) and arg.attr == "shape":  # len(x.shape) is the rank
@@ -157,7 +157,7 @@ def replace_int_shape(text: str, line: int, column: int, end_line: int, end_colu
     """
     source = _segment(text, line, column, end_line, end_column)
     call = _call(source or "", "int")
-    if call is None:
+    if source is None or call is None:
         return None
     arg = call.args[0]
     src = source.strip()
@@ -226,7 +226,7 @@ def _toml_string(value: str) -> str:
     return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
-def _existing(text: str, key: str) -> list | None:
+def _existing(text: str, key: str) -> list[Any] | None:
     """The current value of ``[tool.fxscope] key`` (``[]`` when absent), None when unreadable."""
     try:
         data = tomllib.loads(text)
@@ -259,56 +259,56 @@ def add_to_config_list(text: str | None, key: str, value: str) -> Edit | None:
     lines = _lines(text)
     span = _section_span(lines, "tool.fxscope")
     if span is None:
-        if "fxscope" in tomllib.loads(text).get("tool", {}) and \
-                any(k != "targets" for k in tomllib.loads(text)["tool"]["fxscope"]):
-            return None  # written with dotted keys somewhere else: do not guess
-        last = len(lines)
-        sep = "\n" if lines[-1].strip() else ""
-        prefix = "\n" if lines[-1].strip() or (last > 1 and lines[-2].strip()) else ""
-        return Edit(last, len(lines[-1]) + 1, last, len(lines[-1]) + 1, f"{sep}{prefix}[tool.fxscope]\n{entry}\n")
+        return _new_section(text, lines, entry)
     start, stop = span
     key_re = re.compile(rf"^\s*[\"']?{re.escape(key)}[\"']?\s*=\s*")
     for i in range(start + 1, stop):
         m = key_re.match(lines[i])
-        if not m:
-            continue
-        col = m.end()
-        if col >= len(lines[i]) or lines[i][col] != "[":
-            return None
-        close = _closing_bracket(lines, i, col)
-        if close is None:
-            return None
-        ci, cj = close
-        inner = "\n".join([lines[i][col + 1:]] + lines[i + 1:ci]) if ci > i else lines[i][col + 1:cj]
-        if ci > i:
-            inner += "\n" + lines[ci][:cj]
-        body = re.sub(r"#[^\n]*", "", inner).strip()
-        quoted = _toml_string(value)
-        if ci > i and not lines[ci][:cj].strip():  # closing bracket alone on its line
-            indent = re.match(r"\s*", lines[i + 1] if i + 1 < ci else "    ").group(0) or "    "
-            prev = ci - 1
-            while prev > i and not re.sub(r"#.*", "", lines[prev]).strip():
-                prev -= 1
-            code = re.sub(r"\s*#.*$", "", lines[prev]) if prev > i else lines[i][: col + 1]
-            needs_comma = bool(body) and not body.endswith(",")
-            edits_text = f"{indent}{quoted},\n"
-            if needs_comma:
-                # put the comma right after the last element, then the new line before `]`
-                pos = len(code.rstrip()) + 1
-                return _combine(lines, (prev + 1, pos, ","), (ci + 1, 1, edits_text))
-            return Edit(ci + 1, 1, ci + 1, 1, edits_text)
-        if not body:
-            new = quoted
-        elif body.endswith(","):
-            new = f" {quoted}"
-        else:
-            new = f", {quoted}"
-        # insert right after the last non-blank character before `]`
-        before = lines[ci][:cj]
-        pos = len(before.rstrip()) + 1
-        return Edit(ci + 1, pos, ci + 1, pos, new)
+        if m:
+            return _append_to_array(lines, i, m.end(), _toml_string(value))
     insert = start + 2  # the line after the header
     return Edit(insert, 1, insert, 1, f"{entry}\n")
+
+
+def _new_section(text: str, lines: list[str], entry: str) -> Edit | None:
+    """A ``[tool.fxscope]`` section holding ``entry``, added at the end of the file."""
+    tool = tomllib.loads(text).get("tool", {})
+    if "fxscope" in tool and any(k != "targets" for k in tool["fxscope"]):
+        return None  # written with dotted keys somewhere else: do not guess
+    last = len(lines)
+    sep = "\n" if lines[-1].strip() else ""
+    prefix = "\n" if lines[-1].strip() or (last > 1 and lines[-2].strip()) else ""
+    return Edit(last, len(lines[-1]) + 1, last, len(lines[-1]) + 1, f"{sep}{prefix}[tool.fxscope]\n{entry}\n")
+
+
+def _append_to_array(lines: list[str], i: int, col: int, quoted: str) -> Edit | None:
+    """Add ``quoted`` to the array that starts at column ``col`` (0-based) of line ``i``
+    (0-based); None when it is not an array fxscope can edit safely."""
+    if col >= len(lines[i]) or lines[i][col] != "[":
+        return None
+    close = _closing_bracket(lines, i, col)
+    if close is None:
+        return None
+    ci, cj = close
+    inner = "\n".join([lines[i][col + 1:]] + lines[i + 1:ci]) if ci > i else lines[i][col + 1:cj]
+    if ci > i:
+        inner += "\n" + lines[ci][:cj]
+    body = re.sub(r"#[^\n]*", "", inner).strip()
+    if ci > i and not lines[ci][:cj].strip():  # closing bracket alone on its line
+        blank = re.match(r"\s*", lines[i + 1] if i + 1 < ci else "    ")
+        indent = (blank.group(0) if blank else "") or "    "
+        prev = ci - 1
+        while prev > i and not re.sub(r"#.*", "", lines[prev]).strip():
+            prev -= 1
+        code = re.sub(r"\s*#.*$", "", lines[prev]) if prev > i else lines[i][: col + 1]
+        edits_text = f"{indent}{quoted},\n"
+        if body and not body.endswith(","):
+            # put the comma right after the last element, then the new line before `]`
+            return _combine(lines, (prev + 1, len(code.rstrip()) + 1, ","), (ci + 1, 1, edits_text))
+        return Edit(ci + 1, 1, ci + 1, 1, edits_text)
+    new = quoted if not body else f" {quoted}" if body.endswith(",") else f", {quoted}"
+    pos = len(lines[ci][:cj].rstrip()) + 1  # right after the last non-blank character before `]`
+    return Edit(ci + 1, pos, ci + 1, pos, new)
 
 
 def _combine(lines: list[str], *inserts: tuple[int, int, str]) -> Edit:

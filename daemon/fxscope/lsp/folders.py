@@ -1,163 +1,152 @@
-"""One :class:`~fxscope.session.Workspace` per workspace folder (multi-root).
-
-A document belongs to the innermost folder that contains it. When the client opened no folder
-at all, a file gets the workspace of its project root (the nearest ``pyproject.toml`` or ``.git``),
-created on first use; files outside every folder are otherwise left alone (a library file opened
-by go-to-definition is never traced).
+"""Workspace folders: one :class:`~fxscope.session.Workspace` per folder, started (cached results
+first) and watched; folders added and removed (``workspace/didChangeWorkspaceFolders``); files
+changed outside the editor (``workspace/didChangeWatchedFiles`` and watchdog); and each
+workspace's events turned into diagnostics, progress and lens refreshes on the event loop.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
-from dataclasses import dataclass
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Callable
-from urllib.parse import unquote, urlparse
 
-from pygls.uris import from_fs_path
+from lsprotocol import types
+from pygls.lsp.server import LanguageServer
 
-__all__ = ["Folder", "Folders", "uri_to_path", "path_to_uri"]
+from fxscope.lsp.configuration import apply_configuration
+from fxscope.lsp.context import ServerContext
+from fxscope.lsp.watch import FolderWatcher, is_relevant
+from fxscope.lsp.workspaces import Folder, uri_to_path
+from fxscope.session import ProgressEvent, ResultsEvent, Workspace
+
+__all__ = ["FolderFeature", "register"]
 
 log = logging.getLogger("fxscope.lsp")
 
 
-def uri_to_path(uri: str) -> Path | None:
-    """The absolute path of a ``file:`` URI, or None for any other scheme or a malformed URI.
+class FolderFeature:
+    """Starts, watches and removes the folders of one server."""
 
-    >>> uri_to_path("file:///ws/m%20n.py").as_posix(), uri_to_path("untitled:Untitled-1")
-    ('/ws/m n.py', None)
-    """
-    try:
-        parsed = urlparse(uri)
-    except (ValueError, TypeError):
-        return None
-    if parsed.scheme != "file":
-        return None
-    path = unquote(parsed.path)
-    if parsed.netloc and parsed.netloc != "localhost":
-        path = f"//{parsed.netloc}{path}"
-    if len(path) >= 3 and path[0] == "/" and path[2] == ":":  # file:///C:/x on Windows
-        path = path[1:]
-    return Path(path) if path else None
+    def __init__(self, ctx: ServerContext) -> None:
+        self.ctx = ctx
+        self._watchers: dict[Path, FolderWatcher] = {}
+        self._closed = False
+        self._close_lock = threading.Lock()
 
+    def make_workspace(self, root: Path, uri: str) -> Workspace:
+        """The Workspace of a new folder, its events posted to the event loop."""
+        opts = self.ctx.folder_options.get(uri, self.ctx.options)
+        post = self.ctx.client.post
+        return Workspace(
+            root, settings=self.ctx.settings(opts),
+            on_results=lambda ev: post(self._on_results, root, ev),
+            on_progress=lambda ev: post(self._on_progress, root, ev),
+            on_warning=lambda msg: log.warning("%s: %s", root.name, msg),
+        )
 
-def path_to_uri(path: Path) -> str:
-    """The ``file:`` URI of an absolute path (the client's own spelling for its documents)."""
-    return from_fs_path(str(path)) or Path(path).as_uri()
+    # ------------------------------------------------------------------ workspace events (on the loop)
+    def _on_results(self, root: Path, event: ResultsEvent) -> None:
+        folder = self.ctx.folders.get(root)
+        if folder is None or self.ctx.shut_down:
+            return
+        self.ctx.diagnostics.results_changed(folder, event)
+        self.ctx.refresh_lenses()
 
+    def _on_progress(self, root: Path, event: ProgressEvent) -> None:
+        folder = self.ctx.folders.get(root)
+        if folder is None or self.ctx.shut_down:
+            return
+        self.ctx.progress.event(folder, event)
+        self.ctx.diagnostics.wake()
+        if event.done >= event.total and event.running == 0:
+            self.ctx.refresh_lenses()  # a round ended: lens titles leave "tracing..."
 
-@dataclass
-class Folder:
-    """A workspace folder and its Workspace."""
+    # ------------------------------------------------------------------ folders
+    def start(self, folder: Folder) -> None:
+        """Start checking ``folder`` (cached results first) and watch it."""
+        if folder.root in self.ctx.started or self.ctx.shut_down:
+            return
+        self.ctx.started.add(folder.root)
+        self.ctx.progress.expect_round(folder, f"fxscope: checking {folder.name}")
 
-    root: Path
-    uri: str
-    name: str
-    workspace: Any  # fxscope.session.Workspace
+        def start() -> None:
+            try:
+                folder.workspace.start()
+            except Exception:
+                log.exception("starting the workspace %s failed", folder.root)
+                return
+            finally:
+                self.ctx.ready.add(folder.root)
+            self.ctx.client.post(self.ctx.diagnostics.publish_all, folder)
 
+        threading.Thread(target=start, name=f"fxscope-start-{folder.name}", daemon=True).start()
+        if self.ctx.options_for(folder).watch:
+            watcher = FolderWatcher(folder.root, functools.partial(self._disk_changed, folder))
+            if watcher.start():
+                self._watchers[folder.root] = watcher
 
-class Folders:
-    """The folders of one server; ``factory(root, uri)`` creates (and starts) a folder's Workspace."""
-
-    def __init__(self, factory: Callable[[Path, str], Any]) -> None:
-        self._factory = factory
-        self._folders: dict[Path, Folder] = {}
-        self._explicit = False
-        self._lock = threading.Lock()
-
-    def add(self, root: Path, name: str | None = None, uri: str | None = None) -> Folder | None:
-        """Add (or return) the folder at ``root``; None when its Workspace cannot be created."""
-        root = Path(root).resolve()
-        with self._lock:
-            self._explicit = True
-            folder = self._folders.get(root)
-            if folder is not None:
-                return folder
-        uri = uri or path_to_uri(root)
-        workspace = self._create(root, uri)
-        if workspace is None:
-            return None
-        folder = Folder(root, uri, name or root.name, workspace)
-        with self._lock:
-            existing = self._folders.setdefault(root, folder)
-        if existing is not folder:
-            _close(folder)
-        return existing
-
-    def _create(self, root: Path, uri: str) -> Any:
-        try:
-            return self._factory(root, uri)
-        except Exception:
-            log.exception("cannot open the workspace %s", root)
-            return None
+    def _disk_changed(self, folder: Folder, paths: Sequence[Path]) -> None:
+        if not self.ctx.shut_down:
+            folder.workspace.files_changed(paths)
 
     def remove(self, root: Path) -> None:
-        """Remove the folder at ``root`` and shut its Workspace down."""
-        with self._lock:
-            folder = self._folders.pop(Path(root).resolve(), None)
-        if folder is not None:
-            _close(folder)
-
-    def all(self) -> list[Folder]:
-        """Every folder, outermost first."""
-        with self._lock:
-            return sorted(self._folders.values(), key=lambda f: len(f.root.parts))
-
-    def get(self, root: Path) -> Folder | None:
-        with self._lock:
-            return self._folders.get(Path(root).resolve())
-
-    def for_path(self, path: Path | None, *, create: bool = True) -> Folder | None:
-        """The innermost folder containing ``path``; without explicit folders, the project root's
-        folder (created when ``create``)."""
-        if path is None:
-            return None
-        best: Folder | None = None
-        with self._lock:
-            for folder in self._folders.values():
-                if path == folder.root or folder.root in path.parents:
-                    if best is None or len(folder.root.parts) > len(best.root.parts):
-                        best = folder
-            explicit = self._explicit
-        if best is not None or explicit or not create:
-            return best
-        root = _project_root(path)
-        if root is None:
-            return None
-        workspace = self._create(root, path_to_uri(root))
-        if workspace is None:
-            return None
-        folder = Folder(root, path_to_uri(root), root.name, workspace)
-        with self._lock:
-            existing = self._folders.setdefault(root, folder)
-        if existing is not folder:
-            _close(folder)
-        return existing
+        """Stop watching and close the folder at ``root``."""
+        watcher = self._watchers.pop(root, None)
+        if watcher is not None:
+            watcher.stop()
+        self.ctx.started.discard(root)
+        self.ctx.folders.remove(root)
 
     def close_all(self) -> None:
-        """Shut every Workspace down (kills every trace process)."""
-        with self._lock:
-            folders, self._folders = list(self._folders.values()), {}
-        for folder in folders:
-            _close(folder)
+        """Stop watching and close every Workspace (kills every trace process). Idempotent."""
+        with self._close_lock:
+            if self._closed:
+                return
+            self._closed = True
+        for watcher in list(self._watchers.values()):
+            watcher.stop()
+        self._watchers.clear()
+        self.ctx.folders.close_all()
+
+    # ------------------------------------------------------------------ notifications
+    async def folders_changed(self, params: types.DidChangeWorkspaceFoldersParams) -> None:
+        for f in params.event.removed or ():
+            path = uri_to_path(f.uri)
+            if path is not None:
+                self.remove(path.resolve())
+        added = []
+        for f in params.event.added or ():
+            path = uri_to_path(f.uri)
+            folder = self.ctx.folders.add(path, f.name, f.uri) if path is not None and path.is_dir() else None
+            if folder is not None:
+                added.append(folder)
+        if added:
+            await apply_configuration(self.ctx, added)
+            for folder in added:
+                self.start(folder)
+
+    def watched_files_changed(self, params: types.DidChangeWatchedFilesParams) -> None:
+        by_folder: dict[Path, list[Path]] = {}
+        for change in params.changes:
+            path = uri_to_path(change.uri)
+            folder = self.ctx.folders.for_path(path, create=False)
+            if path is not None and folder is not None and is_relevant(path, folder.root):
+                by_folder.setdefault(folder.root, []).append(path)
+        for root, paths in by_folder.items():
+            folder = self.ctx.folders.get(root)
+            if folder is not None:
+                folder.workspace.files_changed(paths)
 
 
-def _project_root(path: Path) -> Path | None:
-    """The project root of a loose file: the nearest ancestor with pyproject.toml or .git (never a
-    site-packages or dist-packages directory)."""
-    if any(part in ("site-packages", "dist-packages") for part in path.parts):
-        return None
-    from fxscope.project.config import find_root
+def register(ls: LanguageServer, ctx: ServerContext, feature: FolderFeature) -> None:
+    """Register the folder notifications of ``feature``."""
 
-    root = find_root(path)
-    if (root / "pyproject.toml").is_file() or (root / ".git").exists():
-        return root
-    return None
+    @ls.feature(types.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)
+    async def did_change_folders(params: types.DidChangeWorkspaceFoldersParams) -> None:
+        await feature.folders_changed(params)
 
-
-def _close(folder: Folder) -> None:
-    try:
-        folder.workspace.close()
-    except Exception:  # a workspace that fails to close must not stop the others
-        log.exception("closing the workspace of %s failed", folder.root)
+    @ls.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
+    def did_change_watched_files(params: types.DidChangeWatchedFilesParams) -> None:
+        feature.watched_files_changed(params)

@@ -9,17 +9,15 @@ from __future__ import annotations
 
 import re
 from collections import OrderedDict
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, Sequence
+from collections.abc import Sequence
 
 from lsprotocol import types
+from pygls.lsp.server import LanguageServer
 
-from fxscope.lsp.folders import Folder, uri_to_path
+from fxscope.lsp.context import ServerContext
 from fxscope.lsp.positions import split_lines
-
-if TYPE_CHECKING:
-    from fxscope.lsp.server import FxscopeServer
-    from fxscope.model import ClassSummary, NodeInfo
+from fxscope.lsp.workspaces import Folder, uri_to_path
+from fxscope.model import ClassSummary, NodeInfo
 
 __all__ = ["register", "nodes_markdown", "class_markdown", "instance_pattern", "word_at"]
 
@@ -43,68 +41,79 @@ def instance_pattern(paths: Sequence[str]) -> str:
     return ".".join(parts)
 
 
-def _is_own_call(node: "NodeInfo") -> bool:
+def _is_own_call(node: NodeInfo) -> bool:
     """A ``call_module`` node is recorded under the called module's own scope."""
     return node.op == "call_module" and bool(node.scope) and node.target == node.scope
 
 
-def _instance(node: "NodeInfo") -> str:
+def _instance(node: NodeInfo) -> str:
     """The module instance whose forward ran the line that produced ``node``."""
     if _is_own_call(node):
         return node.scope.rpartition(".")[0]
     return node.scope
 
 
-def _relative_target(node: "NodeInfo", instance: str) -> str:
+def _relative_target(node: NodeInfo, instance: str) -> str:
     """The node's call target relative to its instance (so identical instances compare equal)."""
     if node.op == "call_module" and instance and node.target.startswith(instance + "."):
         return node.target[len(instance) + 1:]
     return node.target
 
 
-def nodes_markdown(nodes: Sequence["NodeInfo"], markdown: bool = True, owner: str | None = None) -> str | None:
+def _rows(inst: str, rows: Sequence[NodeInfo]) -> list[str]:
+    """One line per node (name, op, target relative to the instance, shape), at most MAX_NODES."""
+    shown = rows[:MAX_NODES]
+    width_name = max(len(r.name) for r in shown)
+    width_op = max(len(r.op) for r in shown)
+    body = [f"{r.name:<{width_name}}  {r.op:<{width_op}}  {_relative_target(r, inst)}"
+            + (f"  {r.dtype or '?'}[{', '.join(map(str, r.shape))}]" if r.shape is not None else "")
+            for r in shown]
+    if len(rows) > MAX_NODES:
+        body.append(f"… {len(rows) - MAX_NODES} more")
+    return body
+
+
+def _target_block(target_id: str, instances: OrderedDict[str, list[NodeInfo]], types_of: dict[tuple[str, str], str],
+                  owner: str | None, markdown: bool) -> list[str]:
+    """The hover lines of one target: instances of the same type whose nodes are identical (op and
+    relative target) collapse into one group (``blocks.*.attn: Attn × 12``)."""
+    out = [f"\ntarget `{target_id}`" if markdown else f"\ntarget {target_id}"]
+    groups: OrderedDict[tuple[str, tuple[object, ...]], list[tuple[str, list[NodeInfo]]]] = OrderedDict()
+    for inst, members in instances.items():
+        kind = _short(owner or types_of.get((target_id, inst), "") or "?")
+        signature = (kind, tuple((m.op, _relative_target(m, inst), m.shape, m.dtype) for m in members))
+        groups.setdefault(signature, []).append((inst, members))
+    for (kind, _), group in groups.items():
+        label = f"{instance_pattern([s for s, _ in group])}: {kind}"
+        if len(group) > 1:
+            label += f" × {len(group)}"
+        out.append(f"`{label}`" if markdown else label)
+        body = _rows(*group[0])
+        out.append("```text\n" + "\n".join(body) + "\n```" if markdown else "\n".join(body))
+    return out
+
+
+def nodes_markdown(nodes: Sequence[NodeInfo], markdown: bool = True, owner: str | None = None) -> str | None:
     """The hover text for the nodes of one line (None when there are none); ``owner`` is the
     class whose forward holds the line, when known."""
     if not nodes:
         return None
     # group: target -> instance -> nodes, in first-seen order
-    by_target: "OrderedDict[str, OrderedDict[str, list[NodeInfo]]]" = OrderedDict()
+    by_target: OrderedDict[str, OrderedDict[str, list[NodeInfo]]] = OrderedDict()
     types_of: dict[tuple[str, str], str] = {}
     for n in nodes:
         inst = _instance(n)
         by_target.setdefault(n.target_id, OrderedDict()).setdefault(inst, []).append(n)
         if not _is_own_call(n):
             types_of.setdefault((n.target_id, inst), n.scope_type)
-    out: list[str] = []
     total = len(nodes)
-    out.append(f"**fxscope** · {total} graph node{'s' if total != 1 else ''} from this line")
+    out = [f"**fxscope** · {total} graph node{'s' if total != 1 else ''} from this line"]
     for target_id, instances in by_target.items():
-        out.append(f"\ntarget `{target_id}`" if markdown else f"\ntarget {target_id}")
-        # collapse instances of the same type whose nodes are identical (op + relative target)
-        groups: "OrderedDict[tuple, list[tuple[str, list[NodeInfo]]]]" = OrderedDict()
-        for inst, members in instances.items():
-            kind = _short(owner or types_of.get((target_id, inst), "") or "?")
-            signature = (kind, tuple((m.op, _relative_target(m, inst), m.shape, m.dtype) for m in members))
-            groups.setdefault(signature, []).append((inst, members))
-        for (kind, _), members in groups.items():
-            label = f"{instance_pattern([s for s, _ in members])}: {kind}"
-            if len(members) > 1:
-                label += f" × {len(members)}"
-            out.append(f"`{label}`" if markdown else label)
-            inst, rows = members[0]
-            shown = rows[:MAX_NODES]
-            width_name = max(len(r.name) for r in shown)
-            width_op = max(len(r.op) for r in shown)
-            body = [f"{r.name:<{width_name}}  {r.op:<{width_op}}  {_relative_target(r, inst)}"
-                    + (f"  {r.dtype or '?'}[{', '.join(map(str, r.shape))}]" if r.shape is not None else "")
-                    for r in shown]
-            if len(rows) > MAX_NODES:
-                body.append(f"… {len(rows) - MAX_NODES} more")
-            out.append("```text\n" + "\n".join(body) + "\n```" if markdown else "\n".join(body))
+        out += _target_block(target_id, instances, types_of, owner, markdown)
     return "\n".join(out)
 
 
-def class_markdown(summary: "ClassSummary", target_status: dict[str, str], markdown: bool = True) -> str:
+def class_markdown(summary: ClassSummary, target_status: dict[str, str], markdown: bool = True) -> str:
     """The hover text for an ``nn.Module`` class."""
     tick = "`" if markdown else ""
     lines = [f"**{_short(summary.qualname)}** ({tick}{summary.type_name}{tick}) · {summary.status}"]
@@ -134,48 +143,43 @@ def word_at(line_text: str, column: int) -> str | None:
 
 
 class HoverFeature:
-    def __init__(self, ls: "FxscopeServer") -> None:
-        self.ls = ls
+    def __init__(self, ctx: ServerContext) -> None:
+        self.ctx = ctx
 
     @property
     def markdown(self) -> bool:
-        caps = self.ls.client_capabilities
+        caps = self.ctx.capabilities
         hover = caps.text_document.hover if caps and caps.text_document else None
         formats = hover.content_format if hover else None
         return not formats or types.MarkupKind.Markdown in formats
 
     def hover(self, params: types.HoverParams) -> types.Hover | None:
+        """The class summary under the cursor, else the graph nodes of the line."""
         path = uri_to_path(params.text_document.uri)
-        folder = self.ls.folders.for_path(path, create=False)
-        if path is None or folder is None or not self.ls.options_for(folder).enable:
+        folder = self.ctx.folders.for_path(path, create=False)
+        if path is None or folder is None or not self.ctx.options_for(folder).enable:
             return None
-        lines = split_lines(self.ls.text_of(path) or "")
+        lines = split_lines(self.ctx.documents.text(path) or "")
         if params.position.line >= len(lines):
             return None
-        line_no, column = self.ls.encoder.to_store(lines, params.position)
-        text = self.class_hover(folder, path, lines[line_no - 1], line_no, column)
+        line_no, column = self.ctx.encoder.to_store(lines, params.position)
+        classes = folder.workspace.classes_in(path)
+        text = self.class_hover(folder, classes, lines[line_no - 1], line_no, column)
         if text is None:
-            owner = self._owner(folder, path, line_no)
-            text = nodes_markdown(folder.workspace.nodes_at(path, line_no), self.markdown, owner)
+            owner = max((s for s in classes if s.line <= line_no), key=lambda s: s.line, default=None)
+            text = nodes_markdown(folder.workspace.nodes_at(path, line_no), self.markdown,
+                                  owner.type_name if owner is not None else None)
         if text is None:
             return None
         kind = types.MarkupKind.Markdown if self.markdown else types.MarkupKind.PlainText
         return types.Hover(contents=types.MarkupContent(kind=kind, value=text))
 
-    @staticmethod
-    def _owner(folder: Folder, path: Path, line_no: int) -> str | None:
-        """The class defined last at or above ``line_no`` (the one whose body holds the line)."""
-        best = None
-        for s in folder.workspace.classes_in(path):
-            if s.line <= line_no and (best is None or s.line > best.line):
-                best = s
-        return best.type_name if best is not None else None
-
-    def class_hover(self, folder: Folder, path: Path, line_text: str, line_no: int, column: int) -> str | None:
+    def class_hover(self, folder: Folder, classes: Sequence[ClassSummary], line_text: str, line_no: int,
+                    column: int) -> str | None:
         word = word_at(line_text, column)
         if word is None:
             return None
-        summaries = [s for s in folder.workspace.classes_in(path) if _short(s.qualname) == word]
+        summaries = [s for s in classes if _short(s.qualname) == word]
         if not summaries:
             return None
         # the class defined on this line, else the only class of that name in the file
@@ -184,17 +188,17 @@ class HoverFeature:
         status: dict[str, str] = {}
         for t in summary.targets[:6]:
             try:
-                status[t] = folder.workspace.graph(t).status
-            except Exception:
+                status[t] = folder.workspace.target_status(t)
+            except KeyError:
                 continue
         return class_markdown(summary, status, self.markdown)
 
 
-def register(ls: "FxscopeServer") -> HoverFeature:
-    feature = HoverFeature(ls)
+def register(ls: LanguageServer, ctx: ServerContext) -> HoverFeature:
+    feature = HoverFeature(ctx)
 
     @ls.feature(types.TEXT_DOCUMENT_HOVER)
-    def hover(params: types.HoverParams) -> Any:
+    def hover(params: types.HoverParams) -> types.Hover | None:
         return feature.hover(params)
 
     return feature

@@ -8,14 +8,12 @@ import asyncio
 import itertools
 import logging
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
 
-from fxscope.lsp.folders import Folder
-
-if TYPE_CHECKING:
-    from fxscope.lsp.server import FxscopeServer
+from fxscope.lsp.context import ServerContext
+from fxscope.lsp.workspaces import Folder
+from fxscope.session import ProgressEvent
 
 __all__ = ["ProgressFeature"]
 
@@ -37,13 +35,13 @@ class _Round:
 class ProgressFeature:
     """Tracks one progress round per folder."""
 
-    def __init__(self, ls: "FxscopeServer") -> None:
-        self.ls = ls
+    def __init__(self, ctx: ServerContext) -> None:
+        self.ctx = ctx
         self._rounds: dict[str, _Round] = {}
 
     @property
     def supported(self) -> bool:
-        caps = self.ls.client_capabilities
+        caps = self.ctx.capabilities
         return bool(caps and caps.window and caps.window.work_done_progress)
 
     def expect_round(self, folder: Folder, title: str) -> None:
@@ -53,7 +51,7 @@ class ProgressFeature:
             return  # a round is already shown
         self._rounds[folder.uri] = _Round(title)
 
-    def event(self, folder: Folder, ev: Any) -> None:
+    def event(self, folder: Folder, ev: ProgressEvent) -> None:
         """A scheduler ProgressEvent (on the event loop)."""
         r = self._rounds.get(folder.uri)
         if r is None or r.ended or not self.supported:
@@ -72,13 +70,14 @@ class ProgressFeature:
         return r.total > 0 and r.done >= r.total and r.running == 0
 
     async def _begin(self, folder: Folder, r: _Round) -> None:
+        assert r.token is not None
         try:
-            await self.ls.work_done_progress.create_async(r.token)
+            await self.ctx.client.create_progress(r.token)
         except Exception as e:  # the client refused: no progress for this round
             log.debug("window/workDoneProgress/create failed: %s", e)
             r.ended = True
             return
-        self.ls.work_done_progress.begin(r.token, types.WorkDoneProgressBegin(
+        self.ctx.client.send_progress(r.token, types.WorkDoneProgressBegin(
             title=r.title, message=self._message(r), percentage=self._percent(r), cancellable=False))
         r.ready = True
         self._report(r)
@@ -88,10 +87,10 @@ class ProgressFeature:
             return
         if self._finished(r):
             r.ended = True
-            self.ls.work_done_progress.end(r.token, types.WorkDoneProgressEnd(
+            self.ctx.client.send_progress(r.token, types.WorkDoneProgressEnd(
                 message=f"{r.total} target{'s' if r.total != 1 else ''} checked"))
             return
-        self.ls.work_done_progress.report(r.token, types.WorkDoneProgressReport(
+        self.ctx.client.send_progress(r.token, types.WorkDoneProgressReport(
             message=self._message(r), percentage=self._percent(r)))
 
     @staticmethod
@@ -108,6 +107,6 @@ class ProgressFeature:
             if r.ready and not r.ended and r.token is not None:
                 r.ended = True
                 try:
-                    self.ls.work_done_progress.end(r.token, types.WorkDoneProgressEnd(message="stopped"))
+                    self.ctx.client.send_progress(r.token, types.WorkDoneProgressEnd(message="stopped"))
                 except Exception:
                     pass

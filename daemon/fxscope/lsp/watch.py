@@ -7,7 +7,11 @@ from __future__ import annotations
 import logging
 import threading
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import TYPE_CHECKING, Callable, Iterable
+
+if TYPE_CHECKING:
+    from watchdog.events import FileSystemEvent
+    from watchdog.observers.api import BaseObserver
 
 __all__ = ["FolderWatcher", "WATCH_GLOBS", "is_relevant"]
 
@@ -46,7 +50,7 @@ class FolderWatcher:
         self._pending: set[Path] = set()
         self._lock = threading.Lock()
         self._timer: threading.Timer | None = None
-        self._observer = None
+        self._observer: BaseObserver | None = None
 
     def start(self) -> bool:
         """Start watching; False when watchdog cannot watch this folder (then only the client's
@@ -59,7 +63,7 @@ class FolderWatcher:
         watcher = self
 
         class Handler(FileSystemEventHandler):
-            def on_any_event(self, event) -> None:  # type: ignore[no-untyped-def]
+            def on_any_event(self, event: FileSystemEvent) -> None:
                 if event.event_type in ("opened", "closed_no_write"):
                     return
                 paths = [getattr(event, "src_path", None), getattr(event, "dest_path", None)]

@@ -1,6 +1,7 @@
 """Plain data shared by every layer (no torch, no processes): the finding-code table
 (:mod:`fxscope.model.codes`), typed findings, locations, scopes, graph nodes, class summaries and
-buffer snapshots (LSP position conversion lives in ``fxscope.lsp.positions``). Each dataclass
+buffer snapshots, a target's typed outcome and the typed report (LSP position conversion lives in
+``fxscope.lsp.positions``). Each dataclass
 has ``to_json``/``from_json``; the report schema v1 is their wire form.
 
 >>> from fxscope.model import Finding, Location
@@ -11,6 +12,8 @@ has ``to_json``/``from_json``; the report schema v1 is their wire form.
 from fxscope.model.finding import Finding
 from fxscope.model.location import Location, Scope
 from fxscope.model.nodes import CLASS_STATUSES, ClassSummary, GraphView, NodeInfo
+from fxscope.model.outcome import GraphInfo, Graphs, ModuleInfo, TargetOutcome
+from fxscope.model.report import Report, ReportTarget, Summary
 from fxscope.model.snapshot import EMPTY_SNAPSHOT, Snapshot
 
 __all__ = [
@@ -18,9 +21,16 @@ __all__ = [
     "EMPTY_SNAPSHOT",
     "ClassSummary",
     "Finding",
+    "GraphInfo",
     "GraphView",
+    "Graphs",
     "Location",
+    "ModuleInfo",
     "NodeInfo",
+    "Report",
+    "ReportTarget",
     "Scope",
     "Snapshot",
+    "Summary",
+    "TargetOutcome",
 ]

@@ -11,6 +11,7 @@ number, an existing code never changes meaning.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 __all__ = ["Code", "CODES", "CODES_URL", "SEVERITIES", "severity_rank", "finding_dict"]
 
@@ -66,9 +67,10 @@ _TABLE = [
         "FXS104", "traced-python-number", "error",
         "A traced value is used as a Python number or index",
         "`int()`, `float()`, `range()` and list indexing need a concrete number. Keep the computation "
-        "in torch ops, which accept traced sizes (`torch.arange(n)` instead of `range(n)`, "
+        "in torch ops, which accept traced sizes (`torch.arange(n)` for an index tensor, "
         "`torch.zeros((b, n))`, `torch.index_select` instead of indexing a list), pass the value as a "
-        "concrete arg, or move the code into a function marked with `torch.fx.wrap`.",
+        "concrete arg, or move the code into a function marked with `torch.fx.wrap`. A loop over "
+        "`range(n)` of a traced size traces with example inputs (`inputs`, shape-aware mode).",
     ),
     Code(
         "FXS105", "traced-item-assignment", "error",
@@ -163,6 +165,6 @@ _TABLE = [
 CODES: dict[str, Code] = {c.code: c for c in _TABLE}
 
 
-def finding_dict(code: str, message: str, **fields: object) -> dict:
+def finding_dict(code: str, message: str, **fields: object) -> dict[str, Any]:
     """A report-schema finding dict for ``code`` with its severity (``fields``: file, line, ...)."""
     return {"code": code, "severity": CODES[code].severity, "message": message, **fields}

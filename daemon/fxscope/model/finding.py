@@ -38,10 +38,17 @@ class Finding:
 
     @property
     def primary(self) -> Location:
-        """Where an editor shows it: the anchor when the file is outside the workspace."""
-        if self.anchor is not None and _is_absolute(self.location.file):
+        """Where every front end shows, suppresses and fingerprints it: its own location, or its
+        anchor when that location is outside the workspace (an installed library). The one rule
+        for where a finding is shown."""
+        if self.anchor is not None and self.location.outside:
             return self.anchor
         return self.location
+
+    @property
+    def origin(self) -> Location | None:
+        """Its own location when that is not where it is shown (outside the workspace, anchored)."""
+        return self.location if self.anchor is not None and self.location.outside else None
 
     def all_targets(self) -> tuple[str, ...]:
         """Every target that saw this finding (``targets``, else ``target``)."""
@@ -67,8 +74,9 @@ class Finding:
         return out
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> Finding:
-        """Read a schema ``finding`` dict (a worker body's findings have no ``target`` yet)."""
+    def from_json(cls, data: Mapping[str, Any], *, target: str | None = None) -> Finding:
+        """Read a schema ``finding`` dict; ``target`` (when given) is the target that saw it (a
+        worker body's findings have no ``target`` of their own)."""
         anchor = data.get("anchor")
         hint = data.get("hint")
         return cls(
@@ -77,13 +85,9 @@ class Finding:
             message=str(data["message"]),
             location=Location.from_json(data),
             hint=str(hint) if hint is not None else None,
-            target=str(data.get("target") or ""),
+            target=target if target is not None else str(data.get("target") or ""),
             scopes=tuple(Scope.from_json(s) for s in data.get("scopes") or ()),
             anchor=Location.from_json(anchor) if anchor else None,
-            related=tuple(Location.from_json(r) for r in data.get("related") or ()),
+            related=tuple(Location.related_from_json(r) for r in data.get("related") or ()),
             targets=tuple(str(t) for t in data.get("targets") or ()),
         )
-
-
-def _is_absolute(file: str) -> bool:
-    return file.startswith("/") or (len(file) > 2 and file[1] == ":" and file[2] in "\\/")

@@ -1,11 +1,15 @@
 """Source locations and module scopes, the report schema v1's ``location`` and ``scopes`` entries.
 
 Lines and columns are 1-based; columns count code points (the report contract). ``file`` is
-root-relative (posix) inside the workspace and absolute outside it.
+root-relative (posix) inside the workspace and absolute outside it (``outside``).
 
 >>> loc = Location.from_json({"file": "m.py", "line": 3, "column": 9, "end_line": 3, "end_column": 17})
 >>> loc.to_json()
 {'file': 'm.py', 'line': 3, 'column': 9, 'end_line': 3, 'end_column': 17}
+>>> Location("/site/lib.py", 3).outside, loc.outside
+(True, False)
+>>> Location.related_from_json({"file": "f.py", "line": 7, "message": "in build", "target": "small"}).target
+'small'
 >>> Scope.from_json({"path": "blocks.0", "type": "m.Block"}).to_json()
 {'path': 'blocks.0', 'type': 'm.Block'}
 """
@@ -13,10 +17,16 @@ root-relative (posix) inside the workspace and absolute outside it.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
-__all__ = ["Location", "Scope"]
+__all__ = ["Location", "Scope", "is_absolute"]
+
+
+def is_absolute(file: str) -> bool:
+    """Whether a location's ``file`` is absolute (posix, or a Windows drive path): outside the
+    workspace, whose files are root-relative."""
+    return file.startswith("/") or (len(file) > 2 and file[1] == ":" and file[2] in "\\/")
 
 
 def _opt_int(value: Any) -> int | None:
@@ -26,7 +36,9 @@ def _opt_int(value: Any) -> int | None:
 @dataclass(frozen=True)
 class Location:
     """A 1-based source range (code-point columns; ``end_column`` is exclusive, as in
-    ``co_positions`` + 1). ``message`` is set on call-chain entries (``related``)."""
+    ``co_positions`` + 1). ``message`` is set on call-chain entries (``related``: what the line
+    is doing), and ``target`` on those of a finding merged across targets whose call chains
+    differ (the target whose chain the entry belongs to; see :meth:`related_from_json`)."""
 
     file: str
     line: int
@@ -34,11 +46,12 @@ class Location:
     end_line: int | None = None
     end_column: int | None = None
     message: str | None = None
+    target: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The schema ``location`` dict (None fields omitted)."""
         out: dict[str, Any] = {"file": self.file, "line": self.line}
-        for key in ("column", "end_line", "end_column", "message"):
+        for key in ("column", "end_line", "end_column", "message", "target"):
             value = getattr(self, key)
             if value is not None:
                 out[key] = value
@@ -56,6 +69,20 @@ class Location:
             end_column=_opt_int(data.get("end_column")),
             message=str(message) if message is not None else None,
         )
+
+    @classmethod
+    def related_from_json(cls, data: Mapping[str, Any]) -> Location:
+        """Read a call-chain entry (a finding's ``related[]``): a location with its ``message``
+        and, in a finding merged across targets, its ``target`` (a graph node's ``target`` is
+        its callee, so :meth:`from_json` never reads that key)."""
+        loc = cls.from_json(data)
+        target = data.get("target")
+        return replace(loc, target=str(target)) if target is not None else loc
+
+    @property
+    def outside(self) -> bool:
+        """Whether the file lies outside the workspace (its path is absolute)."""
+        return is_absolute(self.file)
 
     def range_key(self) -> tuple[str, int, int | None, int | None, int | None]:
         """(file, line, column, end_line, end_column): identity of the range."""

@@ -22,12 +22,13 @@ __all__ = ["CLASS_STATUSES", "ClassSummary", "GraphView", "NodeInfo"]
 CLASS_STATUSES = ("traced", "partial", "failed", "error", "skipped", "pending", "not-traced")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class NodeInfo:
     """One FX graph node of one target: ``name``, ``op``, its call ``target`` (``node.target``),
-    the module instance it came from (``scope``, ``scope_type``), the source range that produced
-    it, and the id of the traced target (``target_id``). ``graph`` is the module path of the graph
-    it belongs to (``""`` = the root graph)."""
+    the module instance it came from (``scope``, ``scope_type``), the names of its ``inputs``, the
+    source range that produced it, its example ``shape``/``dtype`` (shape-aware mode), and the id
+    of the traced target (``target_id``). ``graph`` is the module path of the graph it belongs to
+    (``""`` = the root graph)."""
 
     name: str
     op: str
@@ -39,12 +40,12 @@ class NodeInfo:
     dtype: str | None = None
     target_id: str = ""
     graph: str = ""
+    inputs: tuple[str, ...] = ()
 
-    def to_json(self) -> dict[str, Any]:
-        """A JSON-able dict (schema graph-node keys plus ``target_id``, ``graph``)."""
+    def graph_json(self) -> dict[str, Any]:
+        """The schema graph-node dict (``graphs[].nodes[]``)."""
         out: dict[str, Any] = {"name": self.name, "op": self.op, "target": self.target,
-                               "scope": self.scope, "scope_type": self.scope_type,
-                               "target_id": self.target_id, "graph": self.graph}
+                               "scope": self.scope, "scope_type": self.scope_type, "inputs": list(self.inputs)}
         if self.location is not None:
             out.update(self.location.to_json())
         if self.shape is not None:
@@ -53,19 +54,35 @@ class NodeInfo:
             out["dtype"] = self.dtype
         return out
 
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-able dict: the schema graph-node keys plus ``target_id`` and ``graph``."""
+        out = self.graph_json()
+        out["target_id"] = self.target_id
+        out["graph"] = self.graph
+        return out
+
     @classmethod
     def from_json(cls, data: Mapping[str, Any], *, target: str | None = None,
                   graph: str | None = None) -> NodeInfo:
         """Read a schema graph node (``target``/``graph`` default to the dict's own keys)."""
         shape = data.get("shape")
+        dtype = data.get("dtype")
+        file, line = data.get("file"), data.get("line")
+        if file and line:
+            column = data.get("column")
+            location: Location | None = (Location(str(file), int(line)) if column is None and "end_line" not in data
+                                         else Location.from_json(data))
+        else:
+            location = None
         return cls(
-            name=str(data["name"]), op=str(data["op"]), target=str(data["target"]),
-            scope=str(data.get("scope", "")), scope_type=str(data.get("scope_type", "")),
-            location=Location.from_json(data) if data.get("file") and data.get("line") else None,
-            shape=tuple(int(x) for x in shape) if isinstance(shape, list) else None,
-            dtype=str(data["dtype"]) if data.get("dtype") is not None else None,
-            target_id=target if target is not None else str(data.get("target_id", "")),
-            graph=graph if graph is not None else str(data.get("graph", "")),
+            str(data["name"]), str(data["op"]), str(data["target"]),
+            str(data.get("scope", "")), str(data.get("scope_type", "")),
+            location,
+            tuple(int(x) for x in shape) if isinstance(shape, list) else None,
+            str(dtype) if dtype is not None else None,
+            target if target is not None else str(data.get("target_id", "")),
+            graph if graph is not None else str(data.get("graph", "")),
+            tuple(str(i) for i in data.get("inputs") or ()),
         )
 
 

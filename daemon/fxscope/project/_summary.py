@@ -9,6 +9,7 @@ from __future__ import annotations
 import ast
 import hashlib
 import os
+import sys
 import threading
 import warnings
 from collections import OrderedDict
@@ -293,12 +294,12 @@ class _Collector:
                     self.bindings[alias.asname or alias.name] = ("from", stmt.level, module, alias.name)
         elif isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
             self.assignment(stmt)
-        elif isinstance(stmt, ast.Try) or type(stmt).__name__ == "TryStar":
-            for handler in stmt.handlers:  # type: ignore[attr-defined]
+        elif isinstance(stmt, ast.Try) or (sys.version_info >= (3, 11) and isinstance(stmt, ast.TryStar)):
+            for handler in stmt.handlers:
                 self.visit(handler.body)  # fallbacks first: the try body's bindings win
-            self.visit(stmt.body)  # type: ignore[attr-defined]
-            self.visit(stmt.orelse)  # type: ignore[attr-defined]
-            self.visit(stmt.finalbody)  # type: ignore[attr-defined]
+            self.visit(stmt.body)
+            self.visit(stmt.orelse)
+            self.visit(stmt.finalbody)
         elif isinstance(stmt, ast.If) and _is_main_guard(stmt.test):
             self.visit(stmt.orelse)  # `if __name__ == "__main__":` never runs on import
         elif isinstance(stmt, (ast.If, ast.For, ast.AsyncFor, ast.While)):
@@ -314,7 +315,7 @@ class _Collector:
         for target in targets:
             simple = isinstance(stmt, ast.Assign) and isinstance(target, ast.Name) and alias is not None
             for name in _bound_names(target):
-                self.bindings[name] = ("alias", alias) if simple else ("other",)  # type: ignore[assignment]
+                self.bindings[name] = ("alias", alias) if simple and alias is not None else ("other",)
 
 
 def _is_main_guard(test: ast.expr) -> bool:
@@ -399,7 +400,7 @@ _BY_STAT: OrderedDict[tuple[str, int, int, int], bytes] = OrderedDict()
 _STATS = {"parses": 0, "hits": 0}
 
 
-def _remember(cache: OrderedDict, key: object, value: object) -> None:  # type: ignore[type-arg]
+def _remember(cache: OrderedDict[Any, Any], key: object, value: object) -> None:
     cache[key] = value
     cache.move_to_end(key)
     while len(cache) > _MAX_ENTRIES:
@@ -447,9 +448,9 @@ def summary_of_file(path: Path) -> Summary | None:
     with _LOCK:
         digest = _BY_STAT.get(key)
         found = _BY_CONTENT.get(digest) if digest is not None else None
-        if found is not None:
+        if digest is not None and found is not None:
             _BY_STAT.move_to_end(key)
-            _BY_CONTENT.move_to_end(digest)  # type: ignore[arg-type]
+            _BY_CONTENT.move_to_end(digest)
             _STATS["hits"] += 1
             return found
     try:

@@ -428,7 +428,7 @@ def _check_keys(
 
 
 def _describe(value: Any) -> str:
-    names = {dict: "table", list: "list"}
+    names: dict[type[Any], str] = {dict: "table", list: "list"}
     text = repr(value)
     if len(text) > 60:
         text = text[:57] + "..."

@@ -320,8 +320,8 @@ class _Workspace:
         for base in info.bases:
             ref = self.expression(rel, base) if base else None
             kind, base_name = _base_kind(ref)
-            if kind == "class":
-                facts = self.class_facts(ref[1], ref[2])  # type: ignore[index]
+            if kind == "class" and ref is not None:
+                facts = self.class_facts(ref[1], ref[2])
                 is_module |= facts.is_module
                 has_forward |= facts.has_forward
                 inherited_abstract |= facts.abstract

@@ -7,9 +7,11 @@ the target: a problem in a block that several targets use is reported once, unde
 them was checked (``--shard`` runs see different ones), and renaming a model keeps its baseline.
 
 >>> import tempfile
+>>> from dataclasses import replace
+>>> from fxscope.model import Location
 >>> root = Path(tempfile.mkdtemp()); _ = (root / "m.py").write_text("if x:\\n")
->>> f = {"code": "FXS101", "severity": "error", "message": "m", "file": "m.py", "line": 1, "target": "t"}
->>> fingerprint(f, root) == fingerprint({**f, "message": "other", "target": "u"}, root)
+>>> f = Finding("FXS101", "error", "m", Location("m.py", 1), target="t")
+>>> fingerprint(f, root) == fingerprint(replace(f, message="other", target="u"), root)
 True
 """
 
@@ -17,12 +19,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from fxscope.model import Finding, Report
 from fxscope.report.filters import recount
-from fxscope.report.locations import SourceCache, primary_location
+from fxscope.report.locations import SourceCache
 
 __all__ = ["BASELINE_VERSION", "filter_baseline", "fingerprint", "fingerprints", "write_baseline"]
 
@@ -39,9 +42,9 @@ def _stable_file(file: str, outside: bool) -> str:
     return file
 
 
-def _key(finding: Mapping[str, Any], root: Path, source: SourceCache) -> tuple[str, ...]:
+def _key(finding: Finding, source: SourceCache) -> tuple[str, ...]:
     """Everything a fingerprint hashes except the occurrence index."""
-    loc = primary_location(finding, root)
+    loc = finding.primary
     text = source.line(loc.file, loc.line)
     if text is None:
         line_part, span = f"line {loc.line}", f"{loc.column}:{loc.end_line}:{loc.end_column}"
@@ -55,7 +58,7 @@ def _key(finding: Mapping[str, Any], root: Path, source: SourceCache) -> tuple[s
         else:
             span = f"{loc.column - indent}+{(loc.end_line or loc.line) - loc.line}l"
     return (
-        str(finding["code"]),
+        finding.code,
         _stable_file(loc.file, loc.outside),
         line_part,
         span,
@@ -66,13 +69,12 @@ def _digest(key: tuple[str, ...], occurrence: int) -> str:
     return hashlib.sha256("\0".join((*key, str(occurrence))).encode("utf-8")).hexdigest()
 
 
-def fingerprints(findings: list[Mapping[str, Any]], root: Path,
-                 texts: Mapping[str, str] | None = None) -> list[str]:
+def fingerprints(findings: Sequence[Finding], root: Path, texts: Mapping[str, str] | None = None) -> list[str]:
     """The fingerprint of each finding, in order; identical findings get distinct occurrence indexes
     (numbered in source order). Lines are read from ``texts`` (absolute path -> buffer) or the disk."""
     source = SourceCache(root, texts)
-    keys = [_key(f, root, source) for f in findings]
-    locs = [primary_location(f, root) for f in findings]
+    keys = [_key(f, source) for f in findings]
+    locs = [f.primary for f in findings]
     order = sorted(range(len(findings)), key=lambda i: (locs[i].line, locs[i].column or 0, i))
     seen: dict[tuple[str, ...], int] = {}
     out = [""] * len(findings)
@@ -83,20 +85,20 @@ def fingerprints(findings: list[Mapping[str, Any]], root: Path,
     return out
 
 
-def fingerprint(finding: Mapping[str, Any], root: Path, occurrence: int = 0) -> str:
+def fingerprint(finding: Finding, root: Path, occurrence: int = 0) -> str:
     """The fingerprint of one finding (use :func:`fingerprints` to number duplicates)."""
-    return _digest(_key(finding, root, SourceCache(root)), occurrence)
+    return _digest(_key(finding, SourceCache(root)), occurrence)
 
 
-def write_baseline(path: Path, report: Mapping[str, Any], root: Path) -> int:
+def write_baseline(path: Path, report: Report, root: Path) -> int:
     """Write every finding of ``report`` to the baseline file ``path``; returns how many."""
-    findings = report["findings"]
-    entries = []
+    findings = report.findings
+    entries: list[dict[str, Any]] = []
     for finding, fp in zip(findings, fingerprints(findings, root)):
-        loc = primary_location(finding, root)
+        loc = finding.primary
         entries.append(
-            {"fingerprint": fp, "code": finding["code"], "file": loc.file, "line": loc.line,
-             "message": finding["message"]}
+            {"fingerprint": fp, "code": finding.code, "file": loc.file, "line": loc.line,
+             "message": finding.message}
         )
     entries.sort(key=lambda e: (e["file"], e["line"], e["code"], e["fingerprint"]))
     doc = {"version": BASELINE_VERSION, "findings": entries}
@@ -124,9 +126,9 @@ def _load(path: Path) -> set[str]:
     return {e["fingerprint"] for e in entries}
 
 
-def filter_baseline(report: dict[str, Any], path: Path, root: Path) -> dict[str, Any]:
+def filter_baseline(report: Report, path: Path, root: Path) -> Report:
     """Drop findings recorded in the baseline file ``path``; their number goes to ``summary.baselined``."""
     known = _load(path)
-    findings = report["findings"]
+    findings = report.findings
     kept = [f for f, fp in zip(findings, fingerprints(findings, root)) if fp not in known]
     return recount(report, kept, baselined=len(findings) - len(kept))

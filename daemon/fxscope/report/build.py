@@ -1,96 +1,102 @@
-"""Assemble the version-1 JSON report (``report.schema.json``) from per-target results.
+"""Assemble the version-1 report (a typed :class:`~fxscope.model.Report`) from per-target results.
 
-Paths inside the workspace become root-relative posix paths; paths outside stay absolute. The
-same problem seen by several targets is one finding: same code, same range and same anchor (two
-call sites of one library function are two findings, each at its own anchor); it keeps every
-target (``scopes`` name theirs, and ``targets`` lists them all when more than one saw it).
+Paths inside the workspace are root-relative posix paths; paths outside stay absolute. The same
+problem seen by several targets is one finding: same code, same range and same anchor (two call
+sites of one library function are two findings, each at its own anchor); it keeps every target
+(``scopes`` name theirs, ``targets`` lists them all when more than one saw it) and every target's
+call chain (``related``; once the chains differ, each entry names its target).
 
->>> a = {"code": "FXS402", "severity": "error", "message": "m", "file": "m.py", "line": 1, "target": "a"}
->>> [f.get("targets") for f in merge_findings([a, {**a, "target": "b"}])]
-[['a', 'b']]
+>>> from fxscope.model import Location
+>>> a = Finding("FXS402", "error", "m", Location("m.py", 1), target="a")
+>>> [f.targets for f in merge_findings([a, replace(a, target="b")])]
+[('a', 'b')]
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from dataclasses import replace
 from typing import Any
 
 from fxscope import __version__
 from fxscope.engine.results import CheckResult, TargetResult, relativize
+from fxscope.model import Finding, Location, Report, ReportTarget, Scope, Summary
+from fxscope.model.codes import CODES, SEVERITIES
+from fxscope.model.location import is_absolute
 from fxscope.project.discovery import FileError
-from fxscope.model.codes import CODES, SEVERITIES, finding_dict
 
-__all__ = ["build_report", "check_report", "file_error_finding", "library_of", "merge_findings", "merge_key",
-           "target_findings"]
-
-
-def _rel_loc(loc: dict[str, Any], root: str) -> dict[str, Any]:
-    out = dict(loc)
-    if "file" in out:
-        out["file"] = relativize(out["file"], root)
-    return out
+__all__ = ["build_report", "check_report", "file_error_finding", "finding_order", "library_of", "merge_findings",
+           "merge_key", "target_findings"]
 
 
-def _finding(f: dict[str, Any], target_id: str, root: str) -> dict[str, Any]:
-    out = _rel_loc(f, root)
-    out["target"] = target_id
-    if "anchor" in out:
-        out["anchor"] = _rel_loc(out["anchor"], root)
-    if "related" in out:
-        out["related"] = [_rel_loc(r, root) for r in out["related"]]
-    return out
+def _relative(loc: Location, root: str) -> Location:
+    if not is_absolute(loc.file):
+        return loc
+    rel = relativize(loc.file, root)
+    return loc if rel == loc.file else replace(loc, file=rel)
 
 
-def file_error_finding(error: FileError) -> dict[str, Any]:
+def file_error_finding(error: FileError) -> Finding:
     """FXS402 for a workspace file that does not parse (its target id is the file)."""
-    column = {"column": error.column} if error.column else {}
-    return finding_dict("FXS402", f"could not import: SyntaxError: {error.message}",
-                        hint=CODES["FXS402"].help, file=error.file, line=error.line, **column,
-                        target=error.file)
+    return Finding("FXS402", CODES["FXS402"].severity, f"could not import: SyntaxError: {error.message}",
+                   Location(error.file, error.line, error.column or None), hint=CODES["FXS402"].help,
+                   target=error.file)
 
 
-def _range(loc: dict[str, Any] | None) -> tuple[Any, ...]:
-    if not loc:
-        return ()
-    return (loc.get("file"), loc.get("line"), loc.get("column"), loc.get("end_line"), loc.get("end_column"))
+def _range(loc: Location | None) -> tuple[Any, ...]:
+    return loc.range_key() if loc is not None else ()
 
 
-def merge_key(finding: dict[str, Any]) -> tuple[Any, ...]:
+def merge_key(finding: Finding) -> tuple[Any, ...]:
     """Identity of a finding across targets: code, range and anchor range."""
-    return (finding["code"], *_range(finding), _range(finding.get("anchor")))
+    return (finding.code, *finding.location.range_key(), _range(finding.anchor))
 
 
-def merge_findings(findings: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+def merge_findings(findings: Iterable[Finding]) -> list[Finding]:
     """One finding per :func:`merge_key`, in input order (sort first): attributed to the first
-    target, with every target's scopes (each scope names its target) and, when several targets
-    saw it, their ids in ``targets``. The inputs are not modified."""
-    merged: dict[tuple[Any, ...], dict[str, Any]] = {}
-    out: list[dict[str, Any]] = []
+    target, with every target's scopes (each scope names its target), every distinct call chain
+    (``related``; once chains differ, each entry names its target) and, when several targets saw
+    it, their ids in ``targets``."""
+    order: list[tuple[Any, ...]] = []
+    first: dict[tuple[Any, ...], Finding] = {}
+    scopes: dict[tuple[Any, ...], list[Scope]] = {}
+    related: dict[tuple[Any, ...], list[Location]] = {}
+    targets: dict[tuple[Any, ...], list[str]] = {}
     for f in findings:
         key = merge_key(f)
-        scopes = [{**s, "target": s.get("target") or f["target"]} for s in f.get("scopes", [])]
-        first = merged.get(key)
-        if first is None:
-            first = dict(f)
-            if scopes:
-                first["scopes"] = scopes
-            first.pop("targets", None)
-            merged[key] = first
-            out.append(first)
-            targets = list(f.get("targets") or [f["target"]])
-        else:
-            known = {(s["path"], s.get("target")) for s in first.get("scopes", [])}
-            for s in scopes:
-                if (s["path"], s["target"]) not in known:
-                    first.setdefault("scopes", []).append(s)
-            targets = list(first.get("targets") or [first["target"]])
-            for t in f.get("targets") or [f["target"]]:
-                if t not in targets:
-                    targets.append(t)
-        if len(targets) > 1:
-            first["targets"] = targets
-    return out
+        own = [s if s.target else replace(s, target=f.target) for s in f.scopes]
+        if key not in first:
+            order.append(key)
+            first[key], scopes[key], related[key], targets[key] = f, own, list(f.related), list(f.all_targets())
+            continue
+        known = {(s.path, s.target) for s in scopes[key]}
+        scopes[key].extend(s for s in own if (s.path, s.target) not in known)
+        related[key] = _merge_related(related[key], first[key].target, f)
+        targets[key].extend(t for t in f.all_targets() if t not in targets[key])
+    return [replace(first[k], scopes=tuple(scopes[k]), related=tuple(related[k]),
+                    targets=tuple(targets[k]) if len(targets[k]) > 1 else ())
+            for k in order]
+
+
+def _chain(related: Iterable[Location]) -> tuple[tuple[Any, ...], ...]:
+    return tuple((*r.range_key(), r.message) for r in related)
+
+
+def _merge_related(existing: list[Location], first_target: str, other: Finding) -> list[Location]:
+    """The call chains of a merged finding (``existing``, first seen by ``first_target``) with
+    ``other``'s chain added unless it has that chain already; once two chains differ, every
+    entry names the target it was seen by."""
+    chain = _chain(other.related)
+    if not chain:
+        return existing
+    by_target: dict[str, list[Location]] = {}
+    for r in existing:
+        by_target.setdefault(r.target or first_target, []).append(r)
+    if any(_chain(rs) == chain for rs in by_target.values()):
+        return existing
+    return ([r if r.target else replace(r, target=first_target) for r in existing]
+            + [r if r.target else replace(r, target=other.target) for r in other.related])
 
 
 def library_of(file: str) -> str | None:
@@ -106,19 +112,20 @@ def library_of(file: str) -> str | None:
     return None
 
 
-def _hint(finding: dict[str, Any]) -> str | None:
+def _hint(finding: Finding) -> str | None:
     """The fallback hint (the tracer's own, more specific hint wins): the code's help text; for
     errors inside installed libraries, how to keep the library code opaque."""
-    code = CODES.get(finding["code"])
+    code = CODES.get(finding.code)
     if code is None:
         return None
-    library = library_of(finding.get("file", ""))
-    if code.severity != "error" or not os.path.isabs(finding.get("file", "")):
+    file = finding.location.file
+    if code.severity != "error" or not os.path.isabs(file):
         return code.help
-    scopes = [s for s in finding.get("scopes") or () if s.get("path")]  # never the root model
+    library = library_of(file)
+    scopes = [s for s in finding.scopes if s.path]  # never the root model
     where = f"`{library}`" if library else "an installed library"
-    if scopes and scopes[0]["type"].split(".", 1)[0] == (library or "\0"):
-        layer = scopes[0]["type"]
+    if scopes and scopes[0].type.split(".", 1)[0] == (library or "\0"):
+        layer = scopes[0].type
         return (f"{code.help} This code is in {where}: keep the `{layer.rsplit('.', 1)[-1]}` layer "
                 f"opaque with `leaf-modules = [\"{layer}\"]` in [tool.fxscope].")
     return (f"{code.help} This code is in {where}: keep the library function your code calls here "
@@ -126,82 +133,56 @@ def _hint(finding: dict[str, Any]) -> str | None:
             "`leaf-modules`) in [tool.fxscope], or pass concrete args that avoid this path.")
 
 
-def _sort_key(f: dict[str, Any]) -> tuple[Any, ...]:
-    anchor = f.get("anchor") or {}
-    return (f.get("file", ""), f.get("line", 0), f.get("column") or 0, f["code"],
-            anchor.get("file", ""), anchor.get("line", 0), anchor.get("column") or 0, f.get("target", ""))
+def finding_order(f: Finding) -> tuple[Any, ...]:
+    """How findings are listed: file, line, column, code, then anchor and target."""
+    loc, anchor = f.location, f.anchor
+    return (loc.file, loc.line, loc.column or 0, f.code, anchor.file if anchor else "",
+            anchor.line if anchor else 0, (anchor.column or 0) if anchor else 0, f.target)
 
 
-def target_findings(result: TargetResult, root: str) -> list[dict[str, Any]]:
-    """The findings of one target's result as report findings: root-relative paths, ``target``
-    set, and a ``hint`` (the tracer's own, else the fallback)."""
+def target_findings(result: TargetResult, root: str) -> list[Finding]:
+    """The findings of one target's result as the report shows them: root-relative paths, the
+    target set, and a ``hint`` (the tracer's own, else the fallback)."""
     out = []
-    for f in result.body.get("findings", []):
-        item = _finding(f, result.target.id, root)
-        if item.get("hint") is None:
-            item.pop("hint", None)
-            hint = _hint(item)
-            if hint is not None:
-                item["hint"] = hint
+    for f in result.outcome.findings:
+        item = replace(f, location=_relative(f.location, root), target=result.target.id,
+                       anchor=_relative(f.anchor, root) if f.anchor is not None else None,
+                       related=tuple(_relative(r, root) for r in f.related))
+        if item.hint is None:
+            item = replace(item, hint=_hint(item))
         out.append(item)
     return out
 
 
-def build_report(root: str, torch_version: str, results: list[TargetResult], *,
-                 file_errors: Iterable[FileError] = (), graphs: bool = False, duration_ms: float = 0.0
-                 ) -> dict[str, Any]:
-    """The whole report dict (valid against report.schema.json version 1)."""
-    targets: list[dict[str, Any]] = []
-    findings: list[dict[str, Any]] = [file_error_finding(e) for e in file_errors]
+def report_target(r: TargetResult, root: str, *, graphs: bool) -> ReportTarget:
+    """The report's entry for one target (its graphs only when asked for)."""
+    t, outcome = r.target, r.outcome
+    modules = tuple(replace(m, location=_relative(m.location, root)) if m.location is not None else m
+                    for m in outcome.modules)
+    return ReportTarget(t.id, t.kind, t.file, max(t.line, 1), outcome.status, r.cached, r.duration_ms,
+                        outcome.nodes, modules, outcome.graphs if graphs else None, outcome.build)
+
+
+def build_report(root: str, torch_version: str, results: Sequence[TargetResult], *,
+                 file_errors: Iterable[FileError] = (), graphs: bool = False, duration_ms: float = 0.0) -> Report:
+    """The whole report (its JSON is valid against report.schema.json version 1)."""
+    targets: list[ReportTarget] = []
+    findings: list[Finding] = [file_error_finding(e) for e in file_errors]
     by_status: dict[str, int] = {}
-    cached = 0
     for r in sorted(results, key=lambda r: r.target.id):
-        t, body = r.target, r.body
-        entry: dict[str, Any] = {
-            "id": t.id,
-            "kind": t.kind,
-            "file": t.file,
-            "line": max(t.line, 1),
-            "status": body.get("status", "error"),
-            "cached": r.cached,
-            "duration_ms": round(r.duration_ms, 3),
-            "nodes": int(body.get("nodes", 0)),
-            "modules": [_rel_loc(m, root) for m in body.get("modules", [])],
-        }
-        if isinstance(body.get("build"), dict):
-            entry["build"] = dict(body["build"])
-        if graphs and body.get("graphs") is not None:
-            entry["graphs"] = [
-                {"module": g["module"], "nodes": [_rel_loc(n, root) for n in g["nodes"]]}
-                for g in body["graphs"]
-            ]
+        entry = report_target(r, root, graphs=graphs)
         targets.append(entry)
-        by_status[entry["status"]] = by_status.get(entry["status"], 0) + 1
-        cached += int(r.cached)
+        by_status[entry.status] = by_status.get(entry.status, 0) + 1
         findings.extend(target_findings(r, root))
-    findings.sort(key=_sort_key)
-    findings = merge_findings(findings)
+    merged = merge_findings(sorted(findings, key=finding_order))
     by_severity = {s: 0 for s in SEVERITIES}
-    for f in findings:
-        by_severity[f["severity"]] = by_severity.get(f["severity"], 0) + 1
-    return {
-        "version": 1,
-        "tool": {"name": "fxscope", "version": __version__},
-        "torch": torch_version,
-        "root": root,
-        "targets": targets,
-        "findings": findings,
-        "summary": {
-            "targets": len(targets),
-            "by_status": by_status,
-            "by_severity": by_severity,
-            "cached": cached,
-            "duration_ms": round(duration_ms, 3),
-        },
-    }
+    for f in merged:
+        by_severity[f.severity] = by_severity.get(f.severity, 0) + 1
+    summary = Summary(len(targets), by_status, by_severity, sum(int(r.cached) for r in results), duration_ms)
+    return Report(root, torch_version, tuple(targets), tuple(merged), summary, __version__)
 
 
-def check_report(check: CheckResult) -> dict[str, Any]:
+def check_report(check: CheckResult) -> Report:
     """The version-1 report of one :meth:`Engine.check <fxscope.engine.Engine.check>`."""
     return build_report(check.root, check.torch_version, check.results, file_errors=check.file_errors,
                         graphs=check.graphs, duration_ms=check.duration_ms)

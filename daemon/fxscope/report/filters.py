@@ -1,10 +1,11 @@
 """Report filters: code selection, suppression comments, exit status.
 
-Each filter returns a new report (the input is not modified) whose ``summary.by_severity`` counts
-the findings that remain.
+Each filter returns a new :class:`~fxscope.model.Report` (the input is not modified) whose
+``summary.by_severity`` counts the findings that remain.
 
->>> r = {"findings": [{"code": "FXS101", "severity": "error"}], "summary": {}}
->>> len(select_findings(r, ["FXS2"], None)["findings"])
+>>> from fxscope.model import Finding, Location, Report, Summary
+>>> r = Report("/w", "2.3", (), (Finding("FXS101", "error", "m", Location("m.py", 1)),), Summary(0))
+>>> len(select_findings(r, ["FXS2"], None).findings)
 0
 >>> exit_code(r, "error")
 1
@@ -13,12 +14,13 @@ the findings that remain.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
-from fxscope.report.locations import SourceCache, primary_location
+from fxscope.model import Finding, Report
 from fxscope.model.codes import CODES, SEVERITIES, severity_rank
+from fxscope.report.locations import SourceCache
 
 __all__ = [
     "FAIL_ON",
@@ -37,19 +39,19 @@ FAIL_ON = (*SEVERITIES, "never")
 _SUPPRESS = re.compile(r"#\s*fxscope\s*:\s*ignore(?![\w-])(?:\s*\[([^\]]*)\])?", re.IGNORECASE)
 
 
-def recount(report: dict[str, Any], findings: list[dict[str, Any]], **counters: int) -> dict[str, Any]:
-    """A copy of ``report`` with ``findings`` and a recomputed ``summary.by_severity``.
-
-    Keyword ``counters`` (``suppressed=2``) are added to the summary's existing counts.
-    """
-    summary = dict(report.get("summary", {}))
+def recount(report: Report, findings: Sequence[Finding], *, suppressed: int | None = None,
+            baselined: int | None = None) -> Report:
+    """A copy of ``report`` with ``findings`` and a recomputed ``summary.by_severity``;
+    ``suppressed``/``baselined`` are added to the summary's counts of those."""
     by_severity = {sev: 0 for sev in SEVERITIES}
     for finding in findings:
-        by_severity[finding["severity"]] = by_severity.get(finding["severity"], 0) + 1
-    summary["by_severity"] = by_severity
-    for name, count in counters.items():
-        summary[name] = summary.get(name, 0) + count
-    return {**report, "findings": findings, "summary": summary}
+        by_severity[finding.severity] = by_severity.get(finding.severity, 0) + 1
+    summary = replace(report.summary, by_severity=by_severity)
+    if suppressed is not None:
+        summary = replace(summary, suppressed=(summary.suppressed or 0) + suppressed)
+    if baselined is not None:
+        summary = replace(summary, baselined=(summary.baselined or 0) + baselined)
+    return replace(report, findings=tuple(findings), summary=summary)
 
 
 def parse_selectors(selectors: Iterable[str]) -> list[str]:
@@ -80,9 +82,7 @@ def _specificity(code: str, selectors: list[str]) -> int:
     return best
 
 
-def select_findings(
-    report: dict[str, Any], select: list[str] | None, ignore: list[str] | None
-) -> dict[str, Any]:
+def select_findings(report: Report, select: list[str] | None, ignore: list[str] | None) -> Report:
     """Keep findings whose code is selected and not ignored, as ruff does.
 
     Selectors are codes or prefixes (``FXS1`` = FXS1xx, ``ALL``). ``select=None`` selects every code.
@@ -91,7 +91,7 @@ def select_findings(
     """
     sel = parse_selectors(select) if select is not None else ["ALL"]
     ign = parse_selectors(ignore or [])
-    kept = [f for f in report["findings"] if _specificity(f["code"], sel) > _specificity(f["code"], ign)]
+    kept = [f for f in report.findings if _specificity(f.code, sel) > _specificity(f.code, ign)]
     return recount(report, kept)
 
 
@@ -112,17 +112,16 @@ def suppressed_codes(line: str) -> set[str] | None:
     return found
 
 
-def is_suppressed(finding: Mapping[str, Any], root: Path, source: SourceCache) -> bool:
+def is_suppressed(finding: Finding, source: SourceCache) -> bool:
     """Whether the primary line of ``finding`` suppresses its code (``source`` gives the text:
     the disk, or the open editor buffers)."""
-    loc = primary_location(finding, root)
+    loc = finding.primary
     text = source.line(loc.file, loc.line)
     codes = suppressed_codes(text) if text is not None else None
-    return codes is not None and ("ALL" in codes or finding["code"] in codes)
+    return codes is not None and ("ALL" in codes or finding.code in codes)
 
 
-def apply_suppressions(report: dict[str, Any], root: Path,
-                       texts: Mapping[str, str] | None = None) -> dict[str, Any]:
+def apply_suppressions(report: Report, root: Path, texts: Mapping[str, str] | None = None) -> Report:
     """Drop findings whose line carries ``# fxscope: ignore`` or ``# fxscope: ignore[FXS101, ...]``.
 
     The line is the finding's primary location (the anchor when its file is outside the workspace),
@@ -130,15 +129,15 @@ def apply_suppressions(report: dict[str, Any], root: Path,
     The number dropped is added to ``summary.suppressed``.
     """
     source = SourceCache(root, texts)
-    kept = [f for f in report["findings"] if not is_suppressed(f, root, source)]
-    return recount(report, kept, suppressed=len(report["findings"]) - len(kept))
+    kept = [f for f in report.findings if not is_suppressed(f, source)]
+    return recount(report, kept, suppressed=len(report.findings) - len(kept))
 
 
-def exit_code(report: dict[str, Any], fail_on: str) -> int:
+def exit_code(report: Report, fail_on: str) -> int:
     """1 when a finding is at or above the ``fail_on`` severity, else 0 (always 0 for ``never``)."""
     if fail_on not in FAIL_ON:
         raise ValueError(f"unknown --fail-on value {fail_on!r} (expected one of {', '.join(FAIL_ON)})")
     if fail_on == "never":
         return 0
     limit = severity_rank(fail_on)
-    return int(any(severity_rank(f["severity"]) <= limit for f in report["findings"]))
+    return int(any(severity_rank(f.severity) <= limit for f in report.findings))

@@ -1,13 +1,12 @@
-"""Finding locations and source lines, shared by the output formats, filters and baseline.
+"""Source files and lines behind findings, shared by the output formats, filters and baseline.
 
 A finding's ``file`` is root-relative (posix) inside the workspace and absolute outside it; then its
 ``anchor`` is the innermost workspace location on the way there. Every front end shows, suppresses
-and fingerprints a finding at its *primary* location: the anchor when the file is outside.
+and fingerprints a finding at its primary location (:attr:`fxscope.model.Finding.primary`): the
+anchor when the file is outside.
 
->>> finding = {"file": "/site/lib.py", "line": 3, "anchor": {"file": "m.py", "line": 9}}
->>> loc = primary_location(finding, Path("/w"))
->>> (loc.file, loc.line, loc.outside)
-('m.py', 9, False)
+>>> relative_file("/w/pkg/m.py", Path("/w")), relative_file("/site/lib.py", Path("/w"))
+('pkg/m.py', None)
 """
 
 from __future__ import annotations
@@ -15,36 +14,22 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from fxscope.model import Finding
+
 __all__ = [
-    "Location",
     "SourceCache",
     "absolute_path",
     "display_path",
-    "location_of",
-    "origin_location",
-    "primary_location",
     "relative_file",
     "sort_key",
+    "source_readable",
     "split_source_lines",
 ]
 
 _NEWLINE = re.compile(r"\r\n|\r|\n")
-
-
-@dataclass(frozen=True)
-class Location:
-    """A 1-based source range; ``file`` is root-relative posix, or absolute when ``outside``."""
-
-    file: str
-    line: int
-    column: int | None = None
-    end_line: int | None = None
-    end_column: int | None = None
-    outside: bool = False
 
 
 def relative_file(file: str, root: Path) -> str | None:
@@ -57,37 +42,6 @@ def relative_file(file: str, root: Path) -> str | None:
             return path.relative_to(base).as_posix()
         except ValueError:
             continue
-    return None
-
-
-def location_of(loc: Mapping[str, Any], root: Path) -> Location:
-    """The :class:`Location` of a finding, anchor or related entry (a dict with file/line/...)."""
-    file = str(loc["file"])
-    rel = relative_file(file, root)
-    return Location(
-        file=rel if rel is not None else file,
-        line=int(loc["line"]),
-        column=loc.get("column"),
-        end_line=loc.get("end_line"),
-        end_column=loc.get("end_column"),
-        outside=rel is None,
-    )
-
-
-def primary_location(finding: Mapping[str, Any], root: Path) -> Location:
-    """Where a finding is shown: its own location, or its anchor when the file is outside."""
-    own = location_of(finding, root)
-    anchor = finding.get("anchor")
-    if own.outside and anchor:
-        return location_of(anchor, root)
-    return own
-
-
-def origin_location(finding: Mapping[str, Any], root: Path) -> Location | None:
-    """The finding's own location when it is not the primary one (file outside, anchor given)."""
-    own = location_of(finding, root)
-    if own.outside and finding.get("anchor"):
-        return own
     return None
 
 
@@ -140,10 +94,10 @@ def display_path(file: str, root: Path, cwd: Path | None = None) -> str:
         return path.as_posix() if not os.path.isabs(file) else file
 
 
-def sort_key(finding: Mapping[str, Any], root: Path) -> tuple[Any, ...]:
+def sort_key(finding: Finding) -> tuple[Any, ...]:
     """Order findings by primary file, line, column, code (then message, for stability)."""
-    loc = primary_location(finding, root)
-    return (loc.outside, loc.file, loc.line, loc.column or 0, finding["code"], finding["message"])
+    loc = finding.primary
+    return (loc.outside, loc.file, loc.line, loc.column or 0, finding.code, finding.message)
 
 
 def split_source_lines(text: str) -> list[str]:

@@ -303,4 +303,4 @@ class DaemonServer:
                 log.info("the cache directory moved to %s: stopping after this check",
                          self.workspace.engine.cache_directory)
                 self.stopping.set()
-        return {"ok": True, "report": report, "warnings": warnings}
+        return {"ok": True, "report": report.to_json(), "warnings": warnings}

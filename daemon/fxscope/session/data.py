@@ -3,7 +3,7 @@ and its status."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from fxscope.model import Finding
@@ -33,11 +33,15 @@ class SessionSettings:
 
 @dataclass(frozen=True)
 class ResultsEvent:
-    """Findings changed for ``files`` (absolute paths); the store is at ``generation``."""
+    """The findings of ``files`` (absolute paths) changed, or the document version they are for
+    did; ``findings`` holds their new :class:`FileFindings` (one per file, same order), so a
+    front end shows them without asking back. The snapshot is at ``generation``; ``targets``
+    are the targets whose results caused it."""
 
     files: tuple[Path, ...]
     generation: int
     targets: tuple[str, ...] = ()
+    findings: tuple[FileFindings, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -84,4 +88,3 @@ class WorkspaceStatus:
     config_error: str | None = None
     checks: int = 0
     torch: str = "unknown"
-    extra: dict[str, object] = field(default_factory=dict)

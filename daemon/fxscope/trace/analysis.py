@@ -15,13 +15,13 @@ from typing import Any, Callable, Mapping
 
 import torch.nn as nn
 from torch.fx import Graph
-from torch.fx.node import _get_qualified_name
 
+from fxscope.trace._torch_compat import qualified_name
 from fxscope.trace.collection import GraphCollection
 from fxscope.trace.findings import Finding, FindingSet
-from fxscope.trace.frames import INTERNAL, FrameClassifier, SourceLocation
+from fxscope.trace.frames import INTERNAL, USER, FrameClassifier, SourceLocation
 from fxscope.trace.hazards import find_hazards
-from fxscope.trace.tracer import CONTAINER_TYPES, type_name
+from fxscope.trace.tracer import CONTAINER_TYPES, class_location, type_name
 
 __all__ = ["analyze", "TraceReport", "graph_to_json"]
 
@@ -62,7 +62,7 @@ def _target_str(node: Any) -> str:
     if isinstance(t, str):
         return t
     try:
-        return _get_qualified_name(t)
+        return qualified_name(t)
     except Exception:
         return getattr(t, "__name__", repr(t))
 
@@ -103,8 +103,16 @@ def _class_site(cls: type, classifier: FrameClassifier) -> tuple[str, int] | Non
         return _class_sites[cls]
     site = None
     forward = getattr(cls, "forward", None)
-    code = getattr(inspect.unwrap(forward), "__code__", None) if forward else None
-    if code is not None and classifier.kind(code) != INTERNAL:
+    if forward is None or forward is nn.Module.forward:  # no forward of its own: its class's file decides
+        try:
+            file = inspect.getsourcefile(cls)
+        except TypeError:
+            file = None
+        model_code = file is not None and classifier._classify(os.path.abspath(file)) != INTERNAL
+    else:
+        code = getattr(inspect.unwrap(forward), "__code__", None)
+        model_code = code is not None and classifier.kind(code) != INTERNAL
+    if model_code:
         try:
             file = inspect.getsourcefile(cls)
             line = inspect.getsourcelines(cls)[1]
@@ -171,13 +179,17 @@ def analyze(
     extra_findings: list[Finding] | None = None,
     inputs: Mapping[str, Any] | None = None,
     wrap_functions: tuple[Callable[..., Any], ...] = (),
+    target_site: SourceLocation | None = None,
 ) -> TraceReport:
     """Trace ``model`` recursively and collect findings, hazards and module statuses. With
     ``inputs`` (forward parameter -> example tensor, any device), tracing is shape-aware
     (:mod:`fxscope.trace.shapes`). ``wrap_functions`` are recorded as one ``call_function`` node
-    each, never traced into (fx's ``autowrap_functions``)."""
+    each, never traced into (fx's ``autowrap_functions``). ``target_site`` (where the target is
+    defined in the workspace) anchors a finding about the root itself outside the workspace.
+
+    A report whose status is ``failed`` or ``partial`` always has an error finding saying why."""
     gc = GraphCollection(is_user_file=is_user_file, leaf_types=leaf_types, inputs=inputs,
-                         wrap_functions=wrap_functions)
+                         wrap_functions=wrap_functions, target_site=target_site)
     gc.sites = sites or {}
     gc.recursive_trace(model, concrete_args)
     findings = FindingSet()
@@ -189,4 +201,28 @@ def analyze(
         status = "partial" if len(gc) else "failed"
     else:
         status = "traced"
+    if status != "traced" and not any(f.severity == "error" for f in findings.items()):
+        unexplained = _unexplained_failure(gc, target_site)
+        if unexplained is not None:
+            findings.add(unexplained)
     return TraceReport(gc, findings.items(), modules, status, list(extra_findings or []))
+
+
+def _unexplained_failure(gc: GraphCollection, target_site: SourceLocation | None) -> Finding | None:
+    """FXS107 for a failed module when no error finding says why (no line of model code was on the
+    stack when its forward failed): at its class, with the failure's message."""
+    assert gc.model is not None
+    failed = next((m for _, m in gc.model.named_modules() if gc.is_failed(m)), None)
+    if failed is None:
+        return None
+    loc = class_location(type(failed))
+    if loc is None:
+        code = getattr(inspect.unwrap(type(failed).forward), "__code__", None)
+        loc = SourceLocation(os.path.abspath(code.co_filename), code.co_firstlineno) if code else target_site
+    if loc is None:
+        return None
+    anchor = None if gc._classifier._classify(loc.file) == USER else target_site
+    path = gc.paths.get(failed, "")
+    message = (f"`{type(failed).__qualname__}` could not be traced, and no line of model code was running when "
+               f"it failed: {gc.failure_msg(failed) or 'unknown reason'}")
+    return Finding("FXS107", message, loc, None, anchor, [], [(path, type_name(failed))])

@@ -145,10 +145,9 @@ def _factories() -> list[_Site]:
     empty when this torch has none)."""
     global _factory_sites
     if _factory_sites is None:
-        from torch.utils import _device  # what torch.device("meta") is made of
+        from fxscope.trace._torch_compat import device_constructors  # what torch.device("meta") redirects
 
-        constructors = getattr(_device, "_device_constructors", None)
-        wanted = constructors() if callable(constructors) else set()
+        wanted = device_constructors()
         found = []
         for name in _FACTORY_MODULES:
             module = sys.modules.get(name)

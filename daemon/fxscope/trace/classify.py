@@ -127,7 +127,7 @@ def classify_exception(e: BaseException, numpy_involved: bool, loc: SourceLocati
             return "FXS105", f"item assignment into traced value {quoted(loc)}", None
         if any(s in text for s in ("interpreted as an integer", "indices must be", "int() argument")):
             return ("FXS104", f"a traced value is used as a Python integer in {quoted(loc, 'this expression')}; "
-                    "its value is unknown while tracing", None)
+                    "its value is unknown while tracing", _RANGE_HINT if _calls_range(loc) else None)
         if any(s in text for s in ("float() argument", "must be real number")):
             return ("FXS104", f"a traced value is used as a Python float in {quoted(loc, 'this expression')}; "
                     "its value is unknown while tracing", None)
@@ -140,6 +140,22 @@ def classify_exception(e: BaseException, numpy_involved: bool, loc: SourceLocati
     if isinstance(e, RecursionError):
         return "FXS107", "RecursionError: maximum recursion depth exceeded while tracing", None
     return "FXS107", f"{name}: {text}" if text else name, None
+
+
+#: FXS104 on ``range(n)`` with a traced ``n``: `torch.arange(n)` fails in a `for` loop too.
+_RANGE_HINT = (
+    "`range()` needs a Python int, and its argument is a traced value here; `torch.arange(n)` does not help "
+    "a `for` loop (iterating a traced value fails as well). What works: when it is a size (`n = x.shape[1]`), "
+    "give the target example inputs (`inputs = { x = [2, 16] }` under [tool.fxscope.targets.NAME]): "
+    "shape-aware tracing unrolls the loop for the example's size (the graph is then valid only for that "
+    "size); or move the loop into a function marked with `torch.fx.wrap`, which records each call of it "
+    "as one node.")
+
+
+def _calls_range(loc: SourceLocation) -> bool:
+    """Whether the expression at ``loc`` is a call of ``range``."""
+    text = snippet(loc, limit=200)
+    return bool(text) and re.match(r"range\s*\(", text) is not None
 
 
 #: torch factories given traced sizes as separate arguments: `torch.ones(b, n)`, `torch.randn(b, n)`.

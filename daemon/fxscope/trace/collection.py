@@ -34,8 +34,8 @@ import torch.nn as nn
 from torch.fx import Graph, Proxy
 
 from fxscope.trace.findings import FindingSet
-from fxscope.trace.frames import FrameClassifier
-from fxscope.trace.tracer import CONTAINER_TYPES, RobustTracer
+from fxscope.trace.frames import FrameClassifier, SourceLocation
+from fxscope.trace.tracer import CONTAINER_TYPES, RobustTracer, has_forward
 
 __all__ = ["GraphCollection", "recursive_trace"]
 
@@ -98,8 +98,11 @@ class GraphCollection:
 
     def __init__(self, is_user_file: Callable[[str], bool] | None = None,
                  leaf_types: tuple[type, ...] = (), inputs: Mapping[str, Any] | None = None,
-                 wrap_functions: tuple[Callable[..., Any], ...] = ()) -> None:
+                 wrap_functions: tuple[Callable[..., Any], ...] = (),
+                 target_site: SourceLocation | None = None) -> None:
         self._classifier = FrameClassifier(is_user_file)
+        #: Where the target is defined (its class or factory), for findings about the root itself.
+        self.target_site = target_site
         self._leaf_types = leaf_types
         #: Functions recorded as one node, never traced into (fx's ``autowrap_functions``).
         self.wrap_functions = tuple(wrap_functions)
@@ -206,20 +209,23 @@ class GraphCollection:
                     stand_in: bool = False) -> RobustTracer:
         """A RobustTracer, or with example inputs a ShapeAwareTracer (a child traced on its own
         gets the example values seen at its call site)."""
+        site = self.target_site if mod is self.model else None
         if self.inputs is None:
             return RobustTracer(prefix=prefix, leaf_types=self._leaf_types, classifier=self._classifier,
-                                default_anchor=anchor, wrap_functions=self.wrap_functions, stand_in=stand_in)
+                                default_anchor=anchor, wrap_functions=self.wrap_functions, stand_in=stand_in,
+                                target_site=site)
         from fxscope.trace.shapes import ShapeAwareTracer, example_values_of_call
 
         inputs = self.inputs if mod is self.model else example_values_of_call(mod, call)
         return ShapeAwareTracer(inputs=inputs, prefix=prefix, leaf_types=self._leaf_types,
                                 classifier=self._classifier, default_anchor=anchor,
-                                wrap_functions=self.wrap_functions, stand_in=stand_in)
+                                wrap_functions=self.wrap_functions, stand_in=stand_in, target_site=site)
 
     def _traceable_children(self, m: nn.Module, tracer: RobustTracer) -> Iterator[nn.Module]:
-        """Children worth tracing on their own: containers are looked through, leaves skipped."""
+        """Children worth tracing on their own: containers (and other modules without a
+        ``forward``, which nothing calls) are looked through, leaves skipped."""
         for child in m.children():
-            if isinstance(child, CONTAINER_TYPES):
+            if isinstance(child, CONTAINER_TYPES) or not has_forward(child):
                 yield from self._traceable_children(child, tracer)
             elif not tracer.is_static_leaf(child, self.paths.get(child, "")):
                 yield child

@@ -19,7 +19,9 @@ FXS302 (parameter never used).
 
 from __future__ import annotations
 
+import ast
 import inspect
+import textwrap
 from typing import Iterator
 
 import torch.nn as nn
@@ -198,6 +200,7 @@ def _unused(gc: GraphCollection, anchors: _Anchors) -> Iterator[Finding]:
                     "FXS301",
                     f"submodule `{name}` ({type(m).__name__}) is never called in forward",
                     loc,
+                    hint=_unused_submodule_hint(gc, loc, owner_path, owner, name, m),
                     anchor=anchors(owner_path, loc),
                     scopes=[(path, type_name(m))],
                 )
@@ -217,6 +220,105 @@ def _unused(gc: GraphCollection, anchors: _Anchors) -> Iterator[Finding]:
                     anchor=anchors(path, loc),
                     scopes=[(path, type_name(m))],
                 )
+
+
+def _unused_submodule_hint(gc: GraphCollection, loc: SourceLocation, owner_path: str, owner: nn.Module,
+                           name: str, m: nn.Module) -> str | None:
+    """FXS301's fix when the code's help (remove it or call it) does not fit: the submodule is
+    assigned inside an installed library, or forward calls it only when an optional input that is
+    traced as an input (never None while tracing) is None. None: the help applies."""
+    if gc._classifier._classify(loc.file) != USER:
+        library = type(owner).__module__.partition(".")[0]
+        params = sum(p.numel() for p in m.parameters())
+        matters = (f"`{name}` has none, so it is safe to ignore here." if not params else
+                   f"`{name}` has {params:,} parameter values that get no gradient: pass "
+                   "`find_unused_parameters=True` to DDP, or freeze them with `requires_grad_(False)`.")
+        return (f"`{name}` is assigned inside the installed library `{library}` (in `{type(owner).__qualname__}`), "
+                "not in your code, so there is nothing to remove or call here. A submodule that is never called "
+                f"matters only for DistributedDataParallel, and only when it has parameters: {matters}")
+    guard = _none_guard(type(owner), name)
+    if guard is None:
+        return None
+    root_input = _root_input(gc, owner_path, owner, guard)
+    if root_input is None:
+        return None
+    assert gc.model is not None
+    root = type(gc.model)
+    if owner_path:
+        why = (f"`{type(owner).__qualname__}.forward` calls `{name}` only when `{guard}` is None, and it receives "
+               f"the model's input `{root_input}`, traced as a placeholder, which is never None while tracing.")
+    else:
+        why = (f"`forward` calls `{name}` only when `{guard}` is None, and `{guard}` is an input traced as a "
+               "placeholder, which is never None while tracing.")
+    return (f"{why} To trace the path that calls it, make that input a concrete arg: "
+            f"`concrete-args = {{ {root_input} = None }}` in a [tool.fxscope.targets.NAME] table (with "
+            f"`factory = \"{root.__module__}:{root.__qualname__}\"` for this class); with plain torch.fx, "
+            f"`concrete_args={{\"{root_input}\": None}}`.")
+
+
+def _none_guard(cls: type, attr: str) -> str | None:
+    """The forward parameter (default None) whose ``is None`` test guards every call of
+    ``self.<attr>`` in ``cls.forward`` (``if mask is None: x = self.head(x)``), or None."""
+    try:
+        forward = inspect.unwrap(cls.forward)
+        source = textwrap.dedent(inspect.getsource(forward))
+        tree = ast.parse(source)
+        sig = inspect.signature(forward)
+    except (OSError, TypeError, ValueError, SyntaxError):
+        return None
+    optional = {n for n, p in sig.parameters.items() if p.default is None}
+    guards: set[str | None] = set()
+
+    def none_test(test: ast.expr) -> tuple[str, bool] | None:
+        """(parameter, whether the test is ``is None``) for ``p is None`` / ``p is not None``."""
+        if (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], (ast.Is, ast.IsNot))
+                and isinstance(test.left, ast.Name) and test.left.id in optional
+                and isinstance(test.comparators[0], ast.Constant) and test.comparators[0].value is None):
+            return test.left.id, isinstance(test.ops[0], ast.Is)
+        return None
+
+    def visit(node: ast.AST, guard: str | None) -> None:
+        if isinstance(node, (ast.If, ast.IfExp)) and (found := none_test(node.test)) is not None:
+            name, is_none = found
+            then = node.body if isinstance(node.body, list) else [node.body]
+            other = node.orelse if isinstance(node.orelse, list) else [node.orelse]
+            for child in then:
+                visit(child, name if is_none else guard)
+            for child in other:
+                visit(child, guard if is_none else name)
+            return
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == attr
+                and isinstance(node.func.value, ast.Name) and node.func.value.id == "self"):
+            guards.add(guard)
+        for child in ast.iter_child_nodes(node):
+            visit(child, guard)
+
+    visit(tree, None)
+    return next(iter(guards)) if len(guards) == 1 and None not in guards else None
+
+
+def _root_input(gc: GraphCollection, owner_path: str, owner: nn.Module, param: str) -> str | None:
+    """The root forward's input that ``owner``'s ``param`` received as a traced input: ``param``
+    itself for the root, else the root placeholder passed to ``owner`` for it; None otherwise."""
+    graph = gc.graph_for("")
+    if graph is None:
+        return None
+    placeholders = {str(n.target).lstrip("*"): n for n in graph.nodes if n.op == "placeholder"}
+    if not owner_path:
+        return param if param in placeholders else None
+    call = next((t.call_args[id(owner)] for t in gc.tracers if id(owner) in t.call_args), None)
+    if call is None:
+        return None
+    args, kwargs = call
+    try:
+        bound = inspect.signature(inspect.unwrap(type(owner).forward)).bind_partial(None, *args, **kwargs)
+    except (TypeError, ValueError):
+        return None
+    value = bound.arguments.get(param)
+    node = getattr(value, "node", None)
+    if node is None or node.op != "placeholder" or node.graph is not graph:
+        return None
+    return str(node.target).lstrip("*")
 
 
 def find_hazards(gc: GraphCollection) -> list[Finding]:

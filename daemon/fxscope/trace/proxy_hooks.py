@@ -3,6 +3,10 @@
 the proxy's tracer and return a placeholder instead of raising. Proxies of other tracers keep
 fx's behaviour.
 
+``len()`` asked by a subscript (``self.freqs_cis[pos]`` on a real tensor: torch's index parser
+probes whether the index is a sequence) raises fx's own error, as in plain fx: torch then records
+one ``__getitem__``/``__setitem__`` node for the traced index instead of treating it as a sequence.
+
 ``__index__`` is deliberately not installed: with it, torch's argument parser takes a proxy for a
 Python int (``torch.zeros((b, n))``, ``t.narrow(2, 0, T)``, ``torch.randperm(n)``) instead of
 dispatching the call to ``__torch_function__``, and fx records those calls. ``range(n)`` and list
@@ -11,7 +15,9 @@ indexing with a traced value raise, as in plain fx, and are reported from the ex
 
 from __future__ import annotations
 
+import dis
 import sys
+import types
 from contextlib import contextmanager
 from typing import Any, Callable, Iterator
 
@@ -28,9 +34,22 @@ def _tracer_of(proxy: Proxy) -> Any:
     return tracer if getattr(tracer, "_fxscope_reports", False) else None
 
 
+#: Opcodes of subscripts: ``len()`` asked while one runs comes from the container's index parser.
+_SUBSCRIPTS = frozenset(dis.opmap[name] for name in (
+    "BINARY_SUBSCR", "STORE_SUBSCR", "DELETE_SUBSCR", "BINARY_SLICE", "STORE_SLICE") if name in dis.opmap)
+
+
+def _in_subscript(frame: types.FrameType) -> bool:
+    """Whether ``frame`` is executing a subscript (``t[i]``, ``t[i] = v``): a ``len()`` asked
+    from there is the container probing its index (torch's index parser), not the model's."""
+    code = frame.f_code.co_code
+    lasti = frame.f_lasti
+    return 0 <= lasti < len(code) and code[lasti] in _SUBSCRIPTS
+
+
 def _proxy_len(self: Proxy) -> int:
     tracer = _tracer_of(self)
-    if tracer is None:
+    if tracer is None or _in_subscript(sys._getframe(1)):
         return _ORIGINAL["__len__"](self)
     known = tracer.concrete_answer(self, "len", sys._getframe(1))
     if known is not None:
@@ -62,6 +81,8 @@ def _proxy_setitem(self: Proxy, key: Any, value: Any) -> None:
     tracer = _tracer_of(self)
     if tracer is None:
         raise TypeError("'Proxy' object does not support item assignment")
+    if tracer.record_setitem(self, key, value):
+        return
     tracer._report("FXS105", None, start=sys._getframe(1),
                    message_fn=lambda loc: f"item assignment into a traced value in "
                    f"{quoted(loc, 'this statement')}; symbolic tracing does not record in-place writes")

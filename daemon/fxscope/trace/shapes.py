@@ -38,15 +38,27 @@ import torch
 import torch.nn as nn
 from torch.fx import Node, Proxy
 
+from fxscope.trace.classify import snippet
 from fxscope.trace.findings import Finding
-from fxscope.trace.frames import USER, frame_location, location_at
+from fxscope.trace.frames import USER, SourceLocation, frame_location, location_at
+from fxscope.trace.shape_terms import (
+    condition,
+    describe,
+    source_condition,
+    source_operand,
+    source_terms,
+)
 from fxscope.trace.tracer import RobustTracer
 
-__all__ = ["ShapeAwareTracer", "describe", "format_value", "short_dtype", "example_values_of_call"]
+__all__ = ["ShapeAwareTracer", "describe", "example_values_of_call", "format_value", "short_dtype"]
 
 #: Node meta key of the example value (a meta tensor, or a plain Python value such as an int).
 VALUE_KEY = "fxscope_val"
 SHAPE_KEY = "fxscope_shape"
+#: Node meta key, true for a value computed from buffers and constants only (no input, parameter or
+#: module call): plain fx, which does not proxy buffers, holds a real tensor there, so questions
+#: about it do not depend on the example inputs and writes into it are recorded.
+INPUT_FREE_KEY = "fxscope_input_free"
 DTYPE_KEY = "fxscope_dtype"
 
 _UNKNOWN = object()
@@ -58,15 +70,8 @@ _SHORT_DTYPES = {
     torch.bool: "bool", torch.complex64: "c64", torch.complex128: "c128",
 }
 
-_BINARY = {
-    operator.eq: "==", operator.ne: "!=", operator.lt: "<", operator.le: "<=", operator.gt: ">",
-    operator.ge: ">=", operator.add: "+", operator.sub: "-", operator.mul: "*", operator.truediv: "/",
-    operator.floordiv: "//", operator.mod: "%", operator.pow: "**", operator.and_: "&",
-    operator.or_: "|", operator.matmul: "@",
-}
 #: Functions whose device arguments are compared or read, not used to place tensors.
 _QUESTIONS = frozenset({getattr, operator.eq, operator.ne, operator.getitem, operator.not_, str})
-_NEGATED = {"==": "!=", "!=": "==", "<": ">=", ">=": "<", ">": "<=", "<=": ">"}
 
 _BOOL_HINT = ("To support other shapes, compute both branches and select with `torch.where`; to "
               "state the assumption explicitly, use `torch._check(...)`.")
@@ -84,80 +89,13 @@ def format_value(shape: Any, dtype: str | None) -> str:
     return f"{dtype or '?'}[{', '.join(str(d) for d in shape)}]"
 
 
-def describe(arg: Any, depth: int = 0) -> str:
-    """Source-like text for the expression a node (or constant) stands for: ``x.size(0)``,
-    ``x.shape[-1] != 8``; the node's name when it is long or deep."""
-    if isinstance(arg, Proxy):
-        arg = arg.node
-    if not isinstance(arg, Node):
-        if isinstance(arg, slice):
-            parts = ["" if v is None else describe(v, depth + 1) for v in (arg.start, arg.stop)]
-            text = ":".join(parts)
-            return text + (f":{describe(arg.step, depth + 1)}" if arg.step is not None else "")
-        if isinstance(arg, tuple):
-            return "(" + ", ".join(describe(a, depth + 1) for a in arg) + ("," if len(arg) == 1 else "") + ")"
-        if isinstance(arg, torch.dtype):
-            return str(arg)
-        return repr(arg)
-    node = arg
-    if depth > 4:
-        return node.name
-    args = node.args
-    text: str
-    if node.op == "placeholder":
-        text = str(node.target).lstrip("*")
-    elif node.op == "get_attr":
-        text = f"self.{node.target}"
-    elif node.op == "call_method":
-        rest = ", ".join([describe(a, depth + 1) for a in args[1:]]
-                         + [f"{k}={describe(v, depth + 1)}" for k, v in node.kwargs.items()])
-        text = f"{describe(args[0], depth + 1)}.{node.target}({rest})"
-    elif node.op == "call_function" and node.target is getattr and len(args) == 2:
-        text = f"{describe(args[0], depth + 1)}.{args[1]}"
-    elif node.op == "call_function" and node.target is operator.getitem and len(args) == 2:
-        index = args[1]
-        inner = (", ".join(describe(i, depth + 1) for i in index) if isinstance(index, tuple)
-                 else describe(index, depth + 1))
-        text = f"{describe(args[0], depth + 1)}[{inner}]"
-    elif node.op == "call_function" and node.target in _BINARY and len(args) == 2:
-        text = f"{_operand(args[0], depth)} {_BINARY[node.target]} {_operand(args[1], depth)}"
-    elif node.op == "call_function" and node.target is operator.not_:
-        text = f"not {_operand(args[0], depth)}"
-    else:
-        name = getattr(node.target, "__name__", str(node.target))
-        if node.op == "call_module":
-            name = f"self.{node.target}"
-        rest = ", ".join([describe(a, depth + 1) for a in args]
-                         + [f"{k}={describe(v, depth + 1)}" for k, v in node.kwargs.items()])
-        text = f"{name}({rest})"
-    return text if len(text) <= 80 else node.name
-
-
-def _operand(arg: Any, depth: int) -> str:
-    text = describe(arg, depth + 1)
-    node = arg.node if isinstance(arg, Proxy) else arg
-    if isinstance(node, Node) and node.op == "call_function" and node.target in _BINARY:
-        return f"({text})"
-    return text
-
-
-def _condition(node: Node, value: bool) -> str:
-    """The condition that held, as text: ``x.dim() == 2`` or its negation."""
-    if node.op == "call_function" and node.target in _BINARY and len(node.args) == 2:
-        op = _BINARY[node.target]
-        if op in _NEGATED:
-            if not value:
-                op = _NEGATED[op]
-            return f"{_operand(node.args[0], 0)} {op} {_operand(node.args[1], 0)}"
-    text = describe(node)
-    return text if value else f"not {_operand(node, 0)}"
-
-
 def _unknown_in(value: Any) -> bool:
     if value is _UNKNOWN:
         return True
     if isinstance(value, (list, tuple)):
         return any(_unknown_in(v) for v in value)
+    if isinstance(value, slice):
+        return any(_unknown_in(v) for v in (value.start, value.stop, value.step))
     if isinstance(value, dict):
         return any(_unknown_in(v) for v in value.values())
     return False
@@ -181,6 +119,8 @@ class _MetaArgs:
         if isinstance(arg, tuple):
             values = tuple(self(a) for a in arg)
             return type(arg)(*values) if hasattr(arg, "_fields") else values
+        if isinstance(arg, slice):  # `x[:, :l]` with a traced bound: the bound's example value
+            return slice(self(arg.start), self(arg.stop), self(arg.step))
         if isinstance(arg, list):
             return [self(a) for a in arg]
         if isinstance(arg, dict):
@@ -258,6 +198,10 @@ class ShapeAwareTracer(RobustTracer):
         """Like :meth:`RobustTracer.create_node`; a ``get_attr`` node (parameters, buffers,
         tensor constants) gets its example value here, since fx creates some without a proxy."""
         node = super().create_node(kind, target, args, kwargs, name, type_expr)
+        if kind in ("call_function", "call_method"):
+            inputs = node.all_input_nodes
+            if inputs and all(n.meta.get(INPUT_FREE_KEY) for n in inputs):
+                node.meta[INPUT_FREE_KEY] = True
         if kind == "get_attr":
             self._meta_depth += 1
             try:
@@ -270,6 +214,8 @@ class ShapeAwareTracer(RobustTracer):
                 self._meta_depth -= 1
             if isinstance(value, torch.Tensor):
                 self._set_value(node, value if value.device == _META else _to_meta(value))
+                if not isinstance(value, nn.Parameter):  # plain fx holds the buffer itself
+                    node.meta[INPUT_FREE_KEY] = True
         return node
 
     def _set_value(self, node: Node, value: Any) -> None:
@@ -379,7 +325,16 @@ class ShapeAwareTracer(RobustTracer):
         value = self.example_value(obj)
         if isinstance(value, (bool, int, float, torch.Size, tuple, list, torch.dtype, torch.device, str)):
             result = bool(value)
-            self._specialise(f"specialised on {_condition(obj.node, result)}", _BOOL_HINT, sys._getframe(1))
+
+            def wording(loc: SourceLocation) -> str:
+                named: list[str] = []
+                text = condition(obj.node, result, named)
+                if named:
+                    source = snippet(loc, limit=_SOURCE_LIMIT)
+                    text = source_condition(source, result) if source else "the condition here"
+                return f"specialised on {text}"
+
+            self._answered(obj, wording, _BOOL_HINT, sys._getframe(1))
             return result
         return super().to_bool(obj)
 
@@ -388,7 +343,8 @@ class ShapeAwareTracer(RobustTracer):
         n = _length(self.example_value(obj))
         if n is None:
             return super().iter(obj)
-        self._specialise(f"specialised on len({describe(obj)}) == {n}", _SIZE_HINT, sys._getframe(1))
+        self._answered(obj, lambda loc: f"specialised on len({_subject(obj, loc, whole=True)}) == {n}",
+                       _SIZE_HINT, sys._getframe(1))
         return iter([obj[i] for i in range(n)])
 
     def concrete_answer(self, obj: Proxy, question: str, start: types.FrameType | None) -> Any:
@@ -399,19 +355,37 @@ class ShapeAwareTracer(RobustTracer):
             n = _length(value)
             if n is None:
                 return None
-            self._specialise(f"specialised on len({describe(obj)}) == {n}", _SIZE_HINT, start)
+            self._answered(obj, lambda loc: f"specialised on len({_subject(obj, loc)}) == {n}", _SIZE_HINT, start)
             return n
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             return None
         answer = float(value) if question == "float" else int(value) if question == "integer" else None
         if answer is None or (question == "integer" and answer != value):
             return None
-        self._specialise(f"specialised on {describe(obj)} == {value!r}", _SIZE_HINT, start)
+        self._answered(obj, lambda loc: f"specialised on {_subject(obj, loc)} == {value!r}", _SIZE_HINT, start)
         return answer
 
-    def _specialise(self, message: str, hint: str, start: types.FrameType | None) -> None:
+    def record_setitem(self, obj: Proxy, key: Any, value: Any) -> bool:
+        """A write into a buffer (or a value computed from buffers only, ``self.k_cache[:, :, pos] =
+        k``) is recorded as a ``__setitem__`` node, as plain fx records it on the real buffer; a
+        write into anything else stays FXS105."""
+        if not _input_free(obj):
+            return False
+        self.create_proxy("call_method", "__setitem__", (obj, key, value), {})
+        return True
+
+    def _answered(self, obj: Any, wording: Callable[[SourceLocation], str], hint: str,
+                  start: types.FrameType | None) -> None:
+        """FXS501 for an answer about ``obj``, unless the graph does not depend on it: asked while
+        computing an example value, or about a value computed from buffers and constants only
+        (plain fx holds the real tensor there, whatever the inputs)."""
+        if self._meta_depth or _input_free(obj):
+            return
+        self._specialise(wording, hint, start)
+
+    def _specialise(self, wording: Callable[[SourceLocation], str], hint: str, start: types.FrameType | None) -> None:
         """Record FXS501 at the first model frame from ``start`` outwards (the module is not
-        failed: the graph goes on, specialised)."""
+        failed: the graph goes on, specialised); ``wording`` gets that location."""
         frames = list(self.classifier.model_frames(start, self._entry_frame))
         if not frames:
             return  # asked by torch itself: nothing in the model's code to point at
@@ -422,8 +396,31 @@ class ShapeAwareTracer(RobustTracer):
             anchor = frame_location(user) if user is not None else self.default_anchor
         related = [frame_location(f) for f in reversed(frames[1:9])]
         scopes = [self._calls[-1].scope] if self._calls else []
-        self.findings.add(Finding("FXS501", f"{message}; this graph is valid only for that shape",
+        self.findings.add(Finding("FXS501", f"{wording(loc)}; this graph is valid only for that shape",
                                   loc, hint, anchor, related, scopes))
+
+
+#: Longest source text quoted in an FXS501 message.
+_SOURCE_LIMIT = 80
+
+
+def _input_free(obj: Any) -> bool:
+    """Whether ``obj`` (a proxy or node) was computed from buffers and constants only."""
+    node = obj.node if isinstance(obj, Proxy) else obj
+    return isinstance(node, Node) and bool(node.meta.get(INPUT_FREE_KEY))
+
+
+def _subject(obj: Any, loc: SourceLocation, whole: bool = False) -> str:
+    """What a size question asked about, in source terms: the node's description when it names
+    only what the source names, else the expression's own text at ``loc`` (its operand, e.g.
+    ``n`` of ``range(n)``, unless ``whole``)."""
+    text = source_terms(obj)
+    if text is not None:
+        return text
+    source = snippet(loc, limit=_SOURCE_LIMIT)
+    if source is None:
+        return "this expression"
+    return source.strip() if whole else source_operand(source)
 
 
 def _called_in(frame: types.FrameType) -> Any:
@@ -507,7 +504,8 @@ def _dtype_info(original: type, tracer: "ShapeAwareTracer") -> Callable[..., Any
         if args and isinstance(args[0], Proxy):
             dtype = tracer.example_value(args[0])
             if isinstance(dtype, torch.dtype):
-                tracer._specialise(f"specialised on {describe(args[0])} == {dtype}", _SIZE_HINT, sys._getframe(1))
+                tracer._answered(args[0], lambda loc: f"specialised on {_subject(args[0], loc)} == {dtype}",
+                                 _SIZE_HINT, sys._getframe(1))
                 args = (dtype, *args[1:])
         return original(*args)
 

@@ -28,7 +28,9 @@ is restored in ``finally`` so failures at any depth never corrupt the parent's s
 
 from __future__ import annotations
 
+import dis
 import inspect
+import os
 import sys
 import types
 import weakref
@@ -38,6 +40,9 @@ import torch
 import torch.nn as nn
 from torch.fx import Graph, Node, Proxy, Tracer
 
+from fxscope.model.codes import CODES
+from fxscope.trace._torch_compat import (autowrap_function_ids, direct_parameters, pytree_out_spec, tree_unflatten,
+                                         uses_pytree_codegen)
 from fxscope.trace.classify import bool_construct, classify_exception, is_numpy, quoted, subject
 from fxscope.trace.findings import Finding, FindingSet
 from fxscope.trace.outputs import ReturnedValue, call_watching_return, unrecordable_output_hint, unrecordable_part
@@ -53,7 +58,8 @@ from fxscope.trace.frames import (
     traceback_location,
 )
 
-__all__ = ["RobustTracer", "CONTAINER_TYPES", "type_name", "decorated_root_args"]
+__all__ = ["RobustTracer", "CONTAINER_TYPES", "type_name", "decorated_root_args", "has_forward",
+           "class_location"]
 
 #: Modules without a forward of their own: never traced, never failures.
 CONTAINER_TYPES = (nn.ModuleList, nn.ModuleDict, nn.ParameterList, nn.ParameterDict)
@@ -124,6 +130,8 @@ class RobustTracer(Tracer):
             (fx's ``autowrap_functions``; e.g. ``einops.rearrange``).
         stand_in: ``root`` is a child traced on its own with stand-in arguments (its parent failed
             before calling it): exceptions that the stand-in call can cause are not findings.
+        target_site: where the target is defined in the workspace, the anchor of a finding about
+            the root module itself (no ``forward``) when its class is outside the workspace.
     """
 
     #: How often one forward is explored again to skip asserts that fail on placeholders.
@@ -144,9 +152,13 @@ class RobustTracer(Tracer):
         default_anchor: SourceLocation | None = None,
         wrap_functions: tuple[Callable[..., Any], ...] = (),
         stand_in: bool = False,
+        target_site: SourceLocation | None = None,
     ) -> None:
         super().__init__(autowrap_functions=tuple(wrap_functions))
         self.stand_in = stand_in
+        #: Where the target is defined in the workspace (its class or factory): the anchor of a
+        #: finding about the root module itself located outside the workspace.
+        self.target_site = target_site
         self.prefix = prefix
         #: Anchor for findings outside user code when no user frame is on the stack (a library
         #: module traced on its own: where user code called it in the parent's trace).
@@ -264,6 +276,12 @@ class RobustTracer(Tracer):
         #: Frames that received a placeholder (and their callers): their exceptions may be
         #: consequences of it, not the model's problems.
         self._placeholder_frames: set[types.FrameType] = set()
+        #: Frames in which to_bool picked a branch, with the sites it picked (last one last): a
+        #: ``raise`` statement reached there is the model's own check on a branch plain fx never
+        #: takes, not a finding.
+        self._guesses: dict[types.FrameType, list[tuple]] = {}
+        #: to_bool sites whose branch choice is inverted (their first pick reached a ``raise``).
+        self._flipped: set[tuple] = set()
         #: {code: {assert line: next line}}: asserts that failed only on placeholders.
         self._skips: dict[types.CodeType, dict[int, int]] = {}
         self._retry = False
@@ -291,7 +309,7 @@ class RobustTracer(Tracer):
         pending = log[self._param_log_done:]
         for item, full in zip(pending[::2], pending[1::2]):
             if isinstance(item, nn.Module):
-                params = item._parameters.items() if not item._modules else item.named_parameters()
+                params = direct_parameters(item)
                 names = [(f"{full}.{name}" if full else name, p) for name, p in params if p is not None]
             else:
                 names = [(full, item)]
@@ -323,6 +341,8 @@ class RobustTracer(Tracer):
             self._visited.add(id(root))
             self._note_forward(self.full_path(""))
             self._calls.append(root_call)
+        if isinstance(root, nn.Module) and root_call is not None and not has_forward(root):
+            return self._without_forward(root, root_call)
         leaf_root = isinstance(root, nn.Module) and self.is_leaf_module(root, "")
         try:
             for attempt in range(self._MAX_RETRIES + 1):
@@ -354,6 +374,7 @@ class RobustTracer(Tracer):
             self._calls.clear()
             self._entry_frame = None
             self._placeholder_frames.clear()
+            self._guesses.clear()
             self._returned = None
         if root_call is not None and root_call.failed:
             self.record_call_module(root, root_call.message or "failed")
@@ -363,6 +384,29 @@ class RobustTracer(Tracer):
         if root_call is not None and not leaf_root:
             self.completed.insert(0, (self.full_path(""), "traced"))
         return graph
+
+    def _without_forward(self, root: nn.Module, call: _ModuleCall) -> Graph:
+        """A root module whose class has no ``forward`` (a container, a cache holding buffers):
+        plain fx raises NotImplementedError; here an FXS107 at its class says what is missing. A
+        module traced on its own (its parent failed) fails without one: nothing calls it."""
+        cls = type(root)
+        message = (f"`{cls.__qualname__}` has no `forward` method, so there is nothing to trace: torch.fx "
+                   f"traces a module's `forward`, and nn.Module's default raises NotImplementedError "
+                   f"(Module [{cls.__name__}] is missing the required \"forward\" function)")
+        self._calls.clear()
+        self._entry_frame = None
+        loc = class_location(cls)
+        if loc is not None and not self.prefix:
+            anchor = None if self.classifier._classify(loc.file) == USER else self.default_anchor or self.target_site
+            hint = ("Check a module that has a `forward`: give this class one, or point the target at the "
+                    "model that uses it (a factory returning that model). A container (`nn.ModuleList`, "
+                    "`nn.ModuleDict`) or a state holder (a key/value cache) is not traced on its own.")
+            self._add_finding("FXS107", message, loc, anchor, [], hint, call)
+        self.record_call_module(root, f"FXS107: {message}")
+        self.aborted.add(self.full_path(""))  # nothing ran: its submodules' usage is unknown
+        self.completed.clear()
+        self.graph = Graph(tracer_cls=type(self))
+        return self.graph
 
     def create_args_for_root(self, root_fn: Callable[..., Any], is_module: bool,
                              concrete_args: dict[str, Any] | tuple | None = None) -> tuple[Any, list[Any]]:
@@ -428,7 +472,7 @@ class RobustTracer(Tracer):
             self.call_args[key] = (args, kwargs)
         if key not in self.call_anchors:
             self.call_anchors[key] = self._user_anchor(m)
-        call = _ModuleCall(m, path, self.graph._root.prev, len(self.completed), full)
+        call = _ModuleCall(m, path, next(reversed(self.graph.nodes), None), len(self.completed), full)
         depth = len(self.module_stack)
         self._calls.append(call)
         try:
@@ -451,7 +495,7 @@ class RobustTracer(Tracer):
         if not call.failed:
             self.completed.append((full, "traced"))
             return ret
-        explored_end = self.graph._root.prev
+        explored_end = next(reversed(self.graph.nodes), None)
         del self.completed[call.completed_len:]
         self.record_call_module(m, call.message or "failed")
         num_calls = getattr(self, "num_calls", None)
@@ -518,11 +562,9 @@ class RobustTracer(Tracer):
         forward = inspect.unwrap(type(call.module).forward)
         where = f"`{type(call.module).__name__}.forward`"
         value = returned.value
-        spec = getattr(getattr(self.graph._codegen, "pytree_info", None), "out_spec", None)
+        spec = pytree_out_spec(self.graph)
         if spec is not None and isinstance(value, list):  # fx flattened it (pytree concrete args)
-            from torch.utils import _pytree
-
-            value = _pytree.tree_unflatten(value, spec)
+            value = tree_unflatten(value, spec)
         part = unrecordable_part(value, self._recordable)
         if part is not None:
             path, cls = part
@@ -663,13 +705,20 @@ class RobustTracer(Tracer):
         key = (owner, loc.file, loc.line, loc.column) if loc else (owner,)
         visits = self._site_visits.get(key, 0)
         self._site_visits[key] = visits + 1
-        return visits % 2 == 0
+        if frame is not None:
+            self._guesses.setdefault(frame, []).append(key)
+        return (visits % 2 == 0) != (key in self._flipped)
 
     def concrete_answer(self, obj: Proxy, question: str, start: types.FrameType | None) -> Any:
         """The answer to ``len()``/``int()``/``float()``/index (``question``: ``"len"``,
         ``"integer"``, ``"float"``) of ``obj`` when this tracer knows it, else None (then the
         question is a finding). Only shape-aware tracers know answers."""
         return None
+
+    def record_setitem(self, obj: Proxy, key: Any, value: Any) -> bool:
+        """Record ``obj[key] = value`` as a node when plain fx would (it holds a real tensor there),
+        and say so; False reports FXS105. Only shape-aware tracers proxy such tensors (buffers)."""
+        return False
 
     def iter(self, obj: Proxy) -> Iterator:
         """Record FXS102 and iterate over a placeholder: as many elements as an unpacking of the
@@ -726,7 +775,7 @@ class RobustTracer(Tracer):
             call = self._calls[-1] if self._calls else None
             if call is not None:
                 call.failed = True
-                call.message = call.message or f"{code}: {message or 'untraceable code'}"
+                call.message = call.message or f"{code}: {message or CODES[code].title}"
             return None
         loc = frame_location(frames[0])
         anchor = None
@@ -775,10 +824,42 @@ class RobustTracer(Tracer):
         if wrapped is None:
             return None
         module_name, name = wrapped
+        if id(library_frame.f_globals.get(name)) in autowrap_function_ids(self):
+            return self._unapplied_wrap_hint(name, library_frame.f_back, module)
         return (f"This code is in an installed library: `{name}` is traced into. Record each call of it as "
                 f"one node with `wrap-functions = [\"{module_name}:{name}\"]` in [tool.fxscope] (with plain "
                 f"torch.fx: `torch.fx.wrap(\"{name}\")` at module level of the file that imports it, or "
                 f"`autowrap_functions=({name},)` on the Tracer).")
+
+    def _unapplied_wrap_hint(self, name: str, caller: types.FrameType | None, module: nn.Module | None) -> str:
+        """Why a function listed in ``wrap-functions`` was traced into all the same, and what
+        works: fx replaces it only in the module globals of each ``forward`` it calls (and the
+        root's), which are not those of the calling code when the forward is decorated by a
+        wrapper from another module (``@autocast(...)``) or the call is in a helper elsewhere."""
+        where = "the calling file"
+        if caller is not None:
+            file = os.path.basename(caller.f_code.co_filename)
+            where = f"`{file}`"
+        cls = type(module) if module is not None else None
+        forward = getattr(cls, "forward", None) if cls is not None else None
+        forward_globals = getattr(forward, "__globals__", None)
+        caller_globals = caller.f_globals if caller is not None else None
+        if cls is not None and forward is not None and inspect.unwrap(forward) is not forward \
+                and forward_globals is not caller_globals:
+            decorator = (forward_globals or {}).get("__name__", "another module")
+            why = (f"`{cls.__qualname__}.forward` is decorated by a wrapper from `{decorator}`, so the "
+                   f"globals torch.fx patches are that module's, not those of {where}, where `{name}` is called")
+        else:
+            function = caller.f_code.co_name if caller is not None else "a helper"
+            why = (f"`{name}` is called from `{function}` in {where}, whose module globals are not those of "
+                   "the `forward` that torch.fx patches")
+        fixes = [(f"call `torch.fx.wrap(\"{name}\")` at module level of {where} (after the import), which "
+                  "records every call of it there as one node")]
+        if cls is not None and not (module is self.root and not self.prefix):  # never the target itself
+            fixes.insert(0, f"keep the layer opaque with `leaf-modules = [\"{type_name(cls)}\"]` in [tool.fxscope]")
+        return (f"`{name}` is listed in `wrap-functions`, but that did not apply here: torch.fx replaces a "
+                f"wrapped function only in the module globals of each `forward` it traces, and {why}. "
+                f"What works: {', or '.join(fixes)}.")
 
     def _is_library_forward(self, m: nn.Module) -> bool:
         forward = type(m).forward
@@ -810,7 +891,8 @@ class RobustTracer(Tracer):
             elif is_numpy(code.co_filename):
                 numpy_involved = True
             tb = tb.tb_next
-        if tb_entries and self._placeholder_consequence(e, tb_entries[-1]):
+        if tb_entries and (self._placeholder_consequence(e, tb_entries[-1])
+                           or self._guessed_raise(tb_entries)):
             call.failed = True
             call.message = call.message or f"{type(e).__name__}: {e}"
             return
@@ -861,6 +943,22 @@ class RobustTracer(Tracer):
             return
         self._add_finding(code, message, loc, anchor, related, own_hint or hint, call)
 
+    def _guessed_raise(self, tb_entries: list[types.TracebackType]) -> bool:
+        """Whether the exception comes from a ``raise`` statement of the model (its own argument
+        check) on a branch that to_bool picked: plain fx stops at that ``if`` (reported as FXS101)
+        and never reaches it. The last branch picked on the way is inverted and the forward
+        explored again (asks ``self._retry``), so the rest of the forward is still explored."""
+        if not self._guesses or not _is_raise_statement(tb_entries[-1]):
+            return False
+        guessed = [self._guesses[t.tb_frame] for t in tb_entries if t.tb_frame in self._guesses]
+        if not guessed:
+            return False
+        site = guessed[-1][-1]
+        if site not in self._flipped:
+            self._flipped.add(site)
+            self._retry = True
+        return True
+
     def _placeholder_consequence(self, e: BaseException, tb: types.TracebackType) -> bool:
         """Whether ``e``, raised at ``tb`` (the innermost model frame), follows from a placeholder
         the tracer handed out; for an ``assert``, arrange for it to be skipped next time."""
@@ -891,19 +989,61 @@ class RobustTracer(Tracer):
         the exploration of a failed module."""
         graph = self.graph
         erased: set[Node] = set()
-        node = graph._root.prev if end is None else end
-        while node is not marker and node is not graph._root:
-            prev = node.prev
+        explored: list[Node] = []
+        for node in reversed(graph.nodes):  # last first
+            if end is not None and not explored and node is not end:
+                continue
+            if node is marker:
+                break
+            explored.append(node)
+        for node in explored:
             if not node.users:
                 graph.erase_node(node)
                 erased.add(node)
-            node = prev
         if erased and self._param_cache:
             for k in [k for k, p in self._param_cache.items() if p.node in erased]:
                 del self._param_cache[k]
 
 
 # ---------------------------------------------------------------------- helpers
+_RAISE = dis.opmap["RAISE_VARARGS"]
+
+
+def _is_raise_statement(tb: types.TracebackType) -> bool:
+    """Whether ``tb`` stopped at a ``raise X`` statement (not a bare re-raise, not an assert)."""
+    code = tb.tb_frame.f_code
+    raw = code.co_code
+    lasti = tb.tb_lasti
+    if not (0 <= lasti < len(raw) - 1 and raw[lasti] == _RAISE and raw[lasti + 1] >= 1):
+        return False
+    return assert_skip(tb) is None
+
+
+def has_forward(m: nn.Module) -> bool:
+    """Whether ``m``'s class defines a ``forward`` (nn.Module's default only raises)."""
+    return type(m).forward is not nn.Module.forward
+
+
+def class_location(cls: type) -> SourceLocation | None:
+    """The ``class`` statement of ``cls``, its name as the range; None without source."""
+    try:
+        file = inspect.getsourcefile(cls)
+        lines, first = inspect.getsourcelines(cls)
+    except (OSError, TypeError):
+        return None
+    if not file:
+        return None
+    for offset, text in enumerate(lines):
+        stripped = text.lstrip()
+        if stripped.startswith("class "):
+            start = len(text) - len(stripped) + len("class ")
+            column = text.find(cls.__name__, start) + 1 or None
+            line = first + offset
+            end = column + len(cls.__name__) if column is not None else None
+            return SourceLocation(os.path.abspath(file), line, column, line if end else None, end)
+    return SourceLocation(os.path.abspath(file), max(first, 1))
+
+
 def decorated_root_args(tracer: Tracer, create_args: Callable[..., tuple[Any, list[Any]]],
                         root_fn: Callable[..., Any], is_module: bool,
                         concrete_args: dict[str, Any] | tuple | None = None) -> tuple[Any, list[Any]]:
@@ -924,7 +1064,7 @@ def decorated_root_args(tracer: Tracer, create_args: Callable[..., tuple[Any, li
             or isinstance(concrete_args, tuple)):
         return create_args(root_fn, is_module, concrete_args)
     fn, args = create_args(inner, is_module, concrete_args)
-    if type(tracer.graph._codegen).__name__ == "_PyTreeCodeGen":
+    if uses_pytree_codegen(tracer.graph):
         return fn, args  # pytree concrete args: fx calls the inner forward itself
     skip = 1 if is_module else 0
     names = inner_code.co_varnames[skip : inner_code.co_argcount + inner_code.co_kwonlyargcount]

@@ -267,8 +267,10 @@ def _capture_output(files: JobFiles, output_fd: int) -> Any:
     if output_fd not in (1, 2):
         os.close(output_fd)
     for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)  # a TextIOWrapper's, unless replaced
         try:
-            stream.reconfigure(line_buffering=True)  # type: ignore[union-attr]
+            if reconfigure is not None:
+                reconfigure(line_buffering=True)
         except (AttributeError, ValueError):
             pass
     stack_file = open(files.stack, "w")  # noqa: SIM115 - must outlive this function

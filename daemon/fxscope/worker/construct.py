@@ -55,10 +55,12 @@ class NotAllowed(Exception):
 
 @dataclass(frozen=True)
 class Attempt:
-    """One candidate tried: its recipe and the exception it raised (``None``: it built)."""
+    """One candidate tried: its recipe and the exception it raised (``None``: it built), as a
+    line and as the exception itself (for its traceback)."""
 
     recipe: Recipe
     error: str | None
+    cause: BaseException | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass
@@ -213,7 +215,7 @@ def build_automatically(cls: Any, recipes: tuple[Recipe, ...], defaults: Recipe 
             built = build(factory)
         except Exception as e:  # noqa: BLE001 - a candidate that raises is not an error
             cause = e.__cause__ or e
-            outcome.attempts.append(Attempt(recipe, f"{type(cause).__name__}: {cause}"))
+            outcome.attempts.append(Attempt(recipe, f"{type(cause).__name__}: {cause}", cause))
             if outcome.exhausted is None and _out_of_memory(cause):
                 outcome.exhausted = cause
             continue

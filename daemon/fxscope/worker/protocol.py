@@ -243,10 +243,10 @@ def grow_pipe(fd: int, size: int = 1 << 20) -> int | None:
     except ImportError:
         return None
     try:
-        fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, size)  # type: ignore[attr-defined]
+        fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, size)
     except (AttributeError, OSError):
         pass
     try:
-        return int(fcntl.fcntl(fd, fcntl.F_GETPIPE_SZ))  # type: ignore[attr-defined]
+        return int(fcntl.fcntl(fd, fcntl.F_GETPIPE_SZ))
     except (AttributeError, OSError):
         return None

@@ -142,7 +142,7 @@ def kill_descendants(rounds: int = 100) -> None:
 
 def _alive(pid: int) -> bool:
     fields = _stat_fields(pid)
-    return bool(fields) and fields[0] not in ("Z", "X")
+    return fields is not None and len(fields) > 0 and fields[0] not in ("Z", "X")
 
 
 def adopted(env_token: str, sessions: Collection[int], exclude: Collection[int]) -> list[int]:

@@ -8,7 +8,8 @@ A job is a :class:`~fxscope.worker.trace_job.TraceJob` as JSON::
 The result is a JSON dict: the trace report body (``status``, ``modules``, ``findings`` with
 absolute paths, ``graphs``, ``nodes``, ``forward_order``) plus ``files`` (root-relative path ->
 sha256 of the content used), ``device`` and ``torch``. Import and build failures are findings
-(FXS402, FXS401) with status ``error``, never exceptions. When a module was missing, ``files``
+(FXS402, FXS401) with status ``error``, never exceptions; a discovered class whose constructor
+takes arguments and raises without them is skipped (FXS405). When a module was missing, ``files``
 also maps the places that would have provided it to ``"absent"`` (``dir/`` for a package
 directory; absolute when outside the root), so the result is stale once one of them appears.
 
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import inspect
 import os
 import sys
 import traceback
@@ -58,7 +60,8 @@ def user_file_predicate(root: str, excluded: tuple[str, ...] = (
 
 
 def _tb_locations(e: BaseException, is_user_file: Callable[[str], bool]) -> list[dict[str, Any]]:
-    """Workspace frames of ``e``'s traceback with exact ranges, outermost first."""
+    """Workspace frames of ``e``'s traceback with exact ranges, outermost first, each with what
+    the line is doing: ``imported from here`` (module-level code), else ``in <function>``."""
     from fxscope.trace.frames import traceback_location
 
     out = []
@@ -67,7 +70,10 @@ def _tb_locations(e: BaseException, is_user_file: Callable[[str], bool]) -> list
         raw = tb.tb_frame.f_code.co_filename
         filename = os.path.abspath(raw)  # "<frozen importlib._bootstrap>" is no file (under the cwd)
         if not raw.startswith("<") and is_user_file(filename):
-            out.append(traceback_location(tb).to_json())
+            loc = traceback_location(tb)
+            function = tb.tb_frame.f_code.co_name
+            note = "imported from here" if function == "<module>" else f"in {function}"
+            out.append({**loc.to_json(), "message": note})
         tb = tb.tb_next
     return out
 
@@ -89,12 +95,22 @@ def _error_finding(code: str, message: str, e: BaseException, is_user_file: Call
     else:
         related = _tb_locations(e, is_user_file)
         if related:
-            finding.update(related.pop())
+            innermost = related.pop()
+            innermost.pop("message")
+            finding.update(innermost)
         else:
             finding.update(fallback)
     if related:
-        finding["related"] = [{**r, "message": "imported from here"} for r in related[-8:]]
+        finding["related"] = related[-8:]
     return finding
+
+
+def _takes_arguments(cls: Any) -> bool:
+    """Whether the constructor of ``cls`` accepts any argument (optional ones too)."""
+    try:
+        return bool(inspect.signature(cls).parameters)
+    except (TypeError, ValueError):
+        return False
 
 
 def _import_target(job: TraceJob) -> Callable[[], Any]:
@@ -212,8 +228,20 @@ def _build_class(cls: Any, target: Any, build: Callable[[Callable[[], Any]], Any
     return build_automatically(cls, target.recipes, defaults, build=build, is_user_file=is_user_file)
 
 
-def _needs_arguments(target: Any, automatic: AutomaticBuild, fallback: dict[str, Any]) -> dict[str, Any]:
-    """FXS405 at the class: no candidate built; what was tried and what each raised."""
+def _parameterless_failure(cls: Any, automatic: AutomaticBuild) -> BaseException | None:
+    """What a constructor without parameters raised when fxscope built the class from its
+    defaults and nothing else built it: a fault of the class, which no argument could avoid."""
+    if _takes_arguments(cls):
+        return None
+    causes = [a.cause for a in automatic.attempts if a.recipe.kind == "defaults" and a.cause is not None]
+    return causes[0] if len(causes) == len(automatic.attempts) == 1 else None
+
+
+def _needs_arguments(target: Any, automatic: AutomaticBuild, is_user_file: Callable[[str], bool],
+                     fallback: dict[str, Any]) -> dict[str, Any]:
+    """FXS405 at the class: no candidate built (an assert on optional parameters, a constructor
+    inherited past a mixin, no recipe at all); what was tried and what each raised, with the
+    constructor frames of the first failure as related locations."""
     from fxscope.model.codes import CODES, finding_dict
 
     tried = "; ".join(f"`{a.recipe.text}` ({a.recipe.kind}, {a.recipe.origin}): {_one_line(a.error or '')}"
@@ -222,7 +250,12 @@ def _needs_arguments(target: Any, automatic: AutomaticBuild, fallback: dict[str,
     message = f"`{target.qualname}` needs constructor arguments ({needs}) and no factory is configured"
     if tried:
         message += f"; fxscope could not build it on its own: tried {tried}"
-    return finding_dict("FXS405", message, hint=CODES["FXS405"].help, **fallback)
+    finding = finding_dict("FXS405", message, hint=CODES["FXS405"].help, **fallback)
+    first = next((a.cause for a in automatic.attempts if a.cause is not None), None)
+    related = _tb_locations(first, is_user_file) if first is not None else []
+    if related:
+        finding["related"] = related[-8:]
+    return finding
 
 
 def _one_line(text: str, limit: int = 300) -> str:
@@ -239,19 +272,18 @@ def warm_up() -> None:
 
     import torch
     import torch.overrides
-    import torch.utils._device  # noqa: F401 - imported lazily by nn.Module construction
 
     import fxscope.trace.analysis  # noqa: F401
     import fxscope.trace.build
+    from fxscope.trace._torch_compat import warm_imports, warm_override_tables
 
+    warm_imports()  # imported lazily by nn.Module construction
     fxscope.trace.build.warm_up()
 
     sysconfig.get_paths()
     site.getsitepackages()
     torch.overrides.get_overridable_functions()
-    tensor_methods = getattr(torch.overrides, "_get_tensor_methods", None)
-    if callable(tensor_methods):
-        tensor_methods()
+    warm_override_tables()
 
 
 def run_trace_job(raw_job: Mapping[str, Any]) -> dict[str, Any]:
@@ -265,6 +297,7 @@ def run_trace_job(raw_job: Mapping[str, Any]) -> dict[str, Any]:
 
     from fxscope.trace.analysis import analyze
     from fxscope.trace.build import BuildError, build_model
+    from fxscope.trace.frames import SourceLocation
 
     job = TraceJob.from_json(raw_job)
     root, config, target = job.root, job.config, job.target
@@ -306,14 +339,14 @@ def run_trace_job(raw_job: Mapping[str, Any]) -> dict[str, Any]:
 
     if target.kind == "class":  # built on its own: from its defaults or the workspace's recipes
         automatic = _build_class(factory, target, build, is_user_file)
-        if automatic.built is None and automatic.exhausted is not None:  # too large, not unknown arguments
-            cause = automatic.exhausted
-            message = f"the constructor raised {type(cause).__name__}: {cause}"
-            return finish({"status": "error", "modules": [], "nodes": 0,
-                           "findings": [_error_finding("FXS401", message, cause, is_user_file, fallback)]}, cause)
         if automatic.built is None:
+            fatal = automatic.exhausted or _parameterless_failure(factory, automatic)
+            if fatal is not None:  # too large for the limits, or a constructor without parameters that raises
+                message = f"the constructor raised {type(fatal).__name__}: {fatal}"
+                return finish({"status": "error", "modules": [], "nodes": 0,
+                               "findings": [_error_finding("FXS401", message, fatal, is_user_file, fallback)]}, fatal)
             return finish({"status": "skipped", "modules": [], "nodes": 0,
-                           "findings": [_needs_arguments(target, automatic, fallback)]})
+                           "findings": [_needs_arguments(target, automatic, is_user_file, fallback)]})
         built = automatic.built
         assert automatic.recipe is not None
         result["build"] = automatic.recipe.to_json()
@@ -343,7 +376,9 @@ def run_trace_job(raw_job: Mapping[str, Any]) -> dict[str, Any]:
     try:
         report = analyze(built.model, concrete or None, is_user_file=is_user_file, leaf_types=leaf_types,
                          sites=built.sites, extra_findings=built.findings, inputs=inputs,
-                         wrap_functions=wrap_functions)
+                         wrap_functions=wrap_functions,
+                         target_site=SourceLocation(job.fallback_file, max(job.fallback_line, 1))
+                         if job.fallback_file else None)
     except Exception as e:  # a bug in the tracer itself must still give a located answer
         detail = "".join(traceback.format_exception_only(type(e), e)).strip()
         return finish({"status": "error", "modules": [], "nodes": 0,

@@ -56,7 +56,8 @@ def _digest(path: str) -> str | None:
 def error_files(error: BaseException, root: Path | str, is_user_file: Callable[[str], bool]) -> dict[str, str]:
     """Workspace files an import/build ``error`` went through (its ``filename`` and traceback
     frames), which ``sys.modules`` does not list when their import failed -> path -> sha256."""
-    paths = [error.filename] if isinstance(getattr(error, "filename", None), str) else []
+    filename = getattr(error, "filename", None)
+    paths = [filename] if isinstance(filename, str) else []
     tb = error.__traceback__
     while tb is not None:
         paths.append(tb.tb_frame.f_code.co_filename)

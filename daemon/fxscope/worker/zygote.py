@@ -341,7 +341,7 @@ class Zygote:
         if self.spare is not None:
             fds += [fd for fd in (self.spare.job_fd, self.spare.out_fd, self.spare.done_fd) if fd >= 0]
         try:
-            fds.append(self._sel.fileno())  # type: ignore[attr-defined]
+            fds.append(self._sel.fileno())
         except (AttributeError, ValueError):
             pass
         return fds

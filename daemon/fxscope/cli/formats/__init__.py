@@ -3,9 +3,8 @@
 ``render`` returns the whole output, ending with a newline unless empty; write it as is
 (``sys.stdout.write``), not with ``print``.
 
->>> report = {"root": "/w", "targets": [], "findings": [], "summary": {"targets": 0,
-...     "by_status": {}, "by_severity": {}, "duration_ms": 5}}
->>> render(report, "github", color=False, root=Path("/w"))
+>>> from fxscope.model import Report, Summary
+>>> render(Report("/w", "2.3", (), (), Summary(0)), "github", color=False, root=Path("/w"))
 ''
 """
 
@@ -14,6 +13,8 @@ from __future__ import annotations
 import importlib
 from pathlib import Path
 from typing import Any
+
+from fxscope.model import Report
 
 __all__ = ["FORMATS", "render"]
 
@@ -24,8 +25,8 @@ _MODULES = {"text": "text", "json": "json_fmt", "sarif": "sarif", "github": "git
 FORMATS = tuple(_MODULES)
 
 
-def render(report: dict[str, Any], fmt: str, *, color: bool, root: Path, **options: Any) -> str:
-    """Render ``report`` (a report.schema.json v1 document) in format ``fmt``.
+def render(report: Report, fmt: str, *, color: bool, root: Path, **options: Any) -> str:
+    """Render ``report`` (the typed version-1 report) in format ``fmt``.
 
     ``color`` enables ANSI colours (text only); ``root`` is the workspace root that the report's
     relative paths start from. ``options`` go to the format's renderer (text: ``show_info``).
@@ -35,4 +36,5 @@ def render(report: dict[str, Any], fmt: str, *, color: bool, root: Path, **optio
     except KeyError:
         raise ValueError(f"unknown format {fmt!r} (expected one of {', '.join(FORMATS)})") from None
     module = importlib.import_module(f"{__name__}.{name}")
-    return module.render(report, color=color, root=Path(root), **options)
+    out: str = module.render(report, color=color, root=Path(root), **options)
+    return out

@@ -7,10 +7,10 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
-from fxscope.report.locations import display_path, origin_location, primary_location, sort_key
+from fxscope.model import Finding, Report
 from fxscope.model.codes import CODES
+from fxscope.report.locations import display_path, sort_key
 
 __all__ = ["annotation", "escape_data", "escape_property", "render"]
 
@@ -31,9 +31,9 @@ def escape_property(text: str) -> str:
     return escape_data(text).replace(":", "%3A").replace(",", "%2C")
 
 
-def annotation(finding: dict[str, Any], root: Path) -> str:
+def annotation(finding: Finding, root: Path) -> str:
     """One ``::error file=...::message`` line for ``finding``."""
-    loc = primary_location(finding, root)
+    loc = finding.primary
     props = [("file", display_path(loc.file, root)), ("line", str(loc.line))]
     if loc.column is not None:
         props.append(("col", str(loc.column)))
@@ -41,23 +41,23 @@ def annotation(finding: dict[str, Any], root: Path) -> str:
         props.append(("endLine", str(loc.end_line)))
     if loc.column is not None and loc.end_column is not None:
         props.append(("endColumn", str(loc.end_column)))
-    code = finding["code"]
+    code = finding.code
     name = CODES[code].name if code in CODES else ""
     props.append(("title", f"{code} ({name})" if name else code))
 
-    lines = [finding["message"]]
-    origin = origin_location(finding, root)
+    lines = [finding.message]
+    origin = finding.origin
     if origin is not None:
         col = f":{origin.column}" if origin.column is not None else ""
         lines.append(f"at {origin.file}:{origin.line}{col}")
-    if finding.get("hint"):
-        lines.append(finding["hint"])
-    command = _COMMAND.get(finding["severity"], "notice")
+    if finding.hint:
+        lines.append(finding.hint)
+    command = _COMMAND.get(finding.severity, "notice")
     head = ",".join(f"{key}={escape_property(value)}" for key, value in props)
     return f"::{command} {head}::{escape_data(chr(10).join(lines))}"
 
 
-def render(report: dict[str, Any], *, color: bool = False, root: Path) -> str:
+def render(report: Report, *, color: bool = False, root: Path) -> str:
     """Annotations for every finding, sorted by file, line, column, code (``color`` is ignored)."""
-    findings = sorted(report["findings"], key=lambda f: sort_key(f, root))
+    findings = sorted(report.findings, key=sort_key)
     return "".join(annotation(f, root) + "\n" for f in findings)

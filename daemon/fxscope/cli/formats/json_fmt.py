@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+
+from fxscope.model import Report
 
 __all__ = ["render"]
 
 
-def render(report: dict[str, Any], *, color: bool = False, root: Path | None = None) -> str:
-    """The report as indented JSON (``color`` and ``root`` are ignored)."""
-    return json.dumps(report, indent=2) + "\n"
+def render(report: Report, *, color: bool = False, root: Path | None = None) -> str:
+    """The report document as indented JSON (``color`` and ``root`` are ignored)."""
+    return json.dumps(report.to_json(), indent=2) + "\n"

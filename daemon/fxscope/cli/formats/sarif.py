@@ -13,9 +13,10 @@ from typing import Any
 from urllib.parse import quote
 
 import fxscope
-from fxscope.report.baseline import fingerprints
-from fxscope.report.locations import Location, location_of, origin_location, primary_location, sort_key
+from fxscope.model import Finding, Location, Report
 from fxscope.model.codes import CODES, Code
+from fxscope.report.baseline import fingerprints
+from fxscope.report.locations import sort_key
 
 __all__ = ["SARIF_SCHEMA", "render", "rule", "rules", "to_sarif"]
 
@@ -72,25 +73,22 @@ def _location(loc: Location, message: str | None = None) -> dict[str, Any]:
     return out
 
 
-def _result(finding: dict[str, Any], index: dict[str, int], fp: str, root: Path) -> dict[str, Any]:
-    text = finding["message"] + (f"\nHint: {finding['hint']}" if finding.get("hint") else "")
-    primary = primary_location(finding, root)
+def _result(finding: Finding, index: dict[str, int], fp: str) -> dict[str, Any]:
+    text = finding.message + (f"\nHint: {finding.hint}" if finding.hint else "")
+    primary = finding.primary
     result: dict[str, Any] = {
-        "ruleId": finding["code"],
-        "ruleIndex": index[finding["code"]],
-        "level": _LEVEL[finding["severity"]],
+        "ruleId": finding.code,
+        "ruleIndex": index[finding.code],
+        "level": _LEVEL[finding.severity],
         "message": {"text": text},
         "locations": [_location(primary)],
         "partialFingerprints": {"fxscope/v1": fp},
     }
     related: list[dict[str, Any]] = []
-    origin = origin_location(finding, root)
+    origin = finding.origin
     if origin is not None:
         related.append(_location(origin, "offending code (outside the workspace)"))
-    chain = [
-        (location_of(r, root), r.get("message") or "called from here")
-        for r in finding.get("related") or []
-    ]
+    chain = [(r, r.message or "called from here") for r in finding.related]
     related += [_location(loc, msg) for loc, msg in chain]
     if related:
         for i, item in enumerate(related, 1):
@@ -98,34 +96,34 @@ def _result(finding: dict[str, Any], index: dict[str, int], fp: str, root: Path)
         result["relatedLocations"] = related
     if chain:
         steps = [{"location": _location(loc, msg)} for loc, msg in chain]
-        steps.append({"location": _location(primary, finding["message"])})
+        steps.append({"location": _location(primary, finding.message)})
         result["codeFlows"] = [{"threadFlows": [{"locations": steps}]}]
-    props: dict[str, Any] = {"target": finding["target"]}
-    if finding.get("scopes"):
-        props["scopes"] = [f"{s['path'] or '<root>'} ({s['type']})" for s in finding["scopes"]]
+    props: dict[str, Any] = {"target": finding.target}
+    if finding.scopes:
+        props["scopes"] = [f"{s.path or '<root>'} ({s.type})" for s in finding.scopes]
     result["properties"] = props
     return result
 
 
-def to_sarif(report: dict[str, Any], root: Path) -> dict[str, Any]:
+def to_sarif(report: Report, root: Path) -> dict[str, Any]:
     """The SARIF log (a dict) for ``report``."""
     driver_rules = rules()
     index = {r["id"]: i for i, r in enumerate(driver_rules)}
-    findings = sorted(report["findings"], key=lambda f: sort_key(f, root))
-    for code in sorted({f["code"] for f in findings} - set(index)):  # a code newer than the table
+    findings = sorted(report.findings, key=sort_key)
+    for code in sorted({f.code for f in findings} - set(index)):  # a code newer than the table
         index[code] = len(driver_rules)
         driver_rules.append({"id": code})
-    version = report.get("tool", {}).get("version", fxscope.__version__)
+    version = report.tool_version or fxscope.__version__
     run: dict[str, Any] = {
         "tool": {"driver": {"name": "fxscope", "version": version, "rules": driver_rules}},
         "originalUriBaseIds": {SRCROOT: {"uri": Path(root).absolute().as_uri().rstrip("/") + "/"}},
         "columnKind": "unicodeCodePoints",
-        "results": [_result(f, index, fp, root) for f, fp in zip(findings, fingerprints(findings, root))],
-        "properties": {"summary": report.get("summary", {}), "torch": report.get("torch", "")},
+        "results": [_result(f, index, fp) for f, fp in zip(findings, fingerprints(findings, root))],
+        "properties": {"summary": report.summary.to_json(), "torch": report.torch},
     }
     return {"$schema": SARIF_SCHEMA, "version": "2.1.0", "runs": [run]}
 
 
-def render(report: dict[str, Any], *, color: bool = False, root: Path) -> str:
+def render(report: Report, *, color: bool = False, root: Path) -> str:
     """The SARIF log as indented JSON (``color`` is ignored)."""
     return json.dumps(to_sarif(report, root), indent=2) + "\n"

@@ -11,6 +11,10 @@
 
     Found 1 error in 1 of 2 targets (1 traced, 1 partial) in 0.42s
 
+A finding seen by several targets lists each module instance once, with the targets that saw it
+(``in: <root> (models.gpt.GPT) [models/gpt.py::GPT, gpt-small]``), and each target's call chain
+when they differ (``via: tools/build.py:7 (in build_small) [gpt-small]``).
+
 Info-level findings (FXS405 "needs constructor arguments", ...) are listed only when asked
 (``show_info``: ``--show-info``, or a ``--select`` that kept them); otherwise each code is one line
 (``331 classes need constructor arguments: `fxscope init` writes factories for them``).
@@ -18,19 +22,12 @@ Info-level findings (FXS405 "needs constructor arguments", ...) are listed only 
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
-from fxscope.report.locations import (
-    Location,
-    SourceCache,
-    display_path,
-    location_of,
-    origin_location,
-    primary_location,
-    sort_key,
-)
+from fxscope.model import Finding, Location, Report, ReportTarget, Scope, Summary
 from fxscope.model.codes import SEVERITIES
+from fxscope.report.locations import SourceCache, display_path, sort_key
 
 __all__ = ["hidden_info_lines", "render", "summary_line"]
 
@@ -121,31 +118,48 @@ def _snippet(loc: Location, source: SourceCache, style: _Style, sgr: str) -> lis
     return lines
 
 
-def _scopes(scopes: list[dict[str, Any]]) -> str:
-    shown = [printable(f"{s['path'] or '<root>'} ({s['type']})") for s in scopes[:MAX_SCOPES]]
-    more = len(scopes) - MAX_SCOPES
+#: How many targets one scope of ``in:`` names before "and N more".
+MAX_TARGETS = 3
+
+
+def _scopes(scopes: Sequence[Scope]) -> str:
+    """``blocks.0 (m.Block), blocks.1 (m.Block)``; a finding merged across targets lists each
+    module instance once, with the targets it was seen in: ``<root> (m.Net) [a.py::Net, tiny]``."""
+    grouped: dict[tuple[str, str], list[str]] = {}
+    for s in scopes:
+        targets = grouped.setdefault((s.path, s.type), [])
+        if s.target and s.target not in targets:
+            targets.append(s.target)
+    several = len({t for ts in grouped.values() for t in ts}) > 1
+    shown = []
+    for (path, kind), targets in list(grouped.items())[:MAX_SCOPES]:
+        text = f"{path or '<root>'} ({kind})"
+        if several and targets:
+            more = len(targets) - MAX_TARGETS
+            text += f" [{', '.join(targets[:MAX_TARGETS])}{f' and {more} more' if more > 0 else ''}]"
+        shown.append(printable(text))
+    more = len(grouped) - MAX_SCOPES
     return ", ".join(shown) + (f" and {more} more" if more > 0 else "")
 
 
-def _blocked(finding: dict[str, Any], targets: dict[str, dict[str, Any]], style: _Style) -> list[str]:
+def _blocked(finding: Finding, targets: Mapping[str, ReportTarget], style: _Style) -> list[str]:
     """``blocked: 3 targets (a.py::A, ...) in a.py, b.py``: what one failing import kept from
     being traced (every target that saw it, and their files)."""
-    ids = list(finding.get("targets") or ([finding["target"]] if finding.get("target") else []))
-    ids = [t for t in ids if t in targets]
+    ids = [t for t in finding.all_targets() if t in targets]
     if not ids:
         return []
     shown = ", ".join(ids[:MAX_BLOCKED]) + (f" and {len(ids) - MAX_BLOCKED} more" if len(ids) > MAX_BLOCKED else "")
-    files = sorted({targets[t]["file"] for t in ids if targets[t].get("file")})
+    files = sorted({targets[t].file for t in ids if targets[t].file})
     where = f" in {', '.join(files)}" if files else ""
     return [f"  {style('blocked:', '1')} {_count(len(ids), 'target', 'targets')} ({shown}){where}"]
 
 
-def hidden_info_lines(findings: list[dict[str, Any]]) -> list[str]:
+def hidden_info_lines(findings: Sequence[Finding]) -> list[str]:
     """One line per code for info findings not listed: ``331 classes need constructor arguments:
     `fxscope init` writes factories for them``."""
     counts: dict[str, int] = {}
     for f in findings:
-        counts[f["code"]] = counts.get(f["code"], 0) + 1
+        counts[f.code] = counts.get(f.code, 0) + 1
     lines = []
     for code in sorted(counts):
         n = counts[code]
@@ -157,29 +171,30 @@ def hidden_info_lines(findings: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
-def _finding(finding: dict[str, Any], root: Path, source: SourceCache, style: _Style,
-             targets: dict[str, dict[str, Any]] | None = None) -> list[str]:
-    sgr = _SEVERITY_STYLE.get(finding["severity"], "1")
-    loc = primary_location(finding, root)
+def _finding(finding: Finding, root: Path, source: SourceCache, style: _Style,
+             targets: Mapping[str, ReportTarget] | None = None) -> list[str]:
+    sgr = _SEVERITY_STYLE.get(finding.severity, "1")
+    loc = finding.primary
     head = f"{style(printable(display_path(loc.file, root)), '1')}:{_position(loc)}: "
-    lines = [head + f"{style(printable(finding['code']), sgr)} {printable(finding['message'])}"]
+    lines = [head + f"{style(printable(finding.code), sgr)} {printable(finding.message)}"]
     lines += _snippet(loc, source, style, sgr)
-    origin = origin_location(finding, root)
+    origin = finding.origin
     if origin is not None:
         lines.append(f"  {style('origin:', '1')} {printable(origin.file)}:{_position(origin)}")
         lines += _snippet(origin, source, style, sgr)
-    if finding.get("hint"):
-        lines.append(f"  {style('hint:', '1;36')} {printable(finding['hint'])}")
-    if finding.get("scopes"):
-        lines.append(f"  {style('in:', '1')} {_scopes(finding['scopes'])}")
-    if finding["code"] == "FXS402":
+    if finding.hint:
+        lines.append(f"  {style('hint:', '1;36')} {printable(finding.hint)}")
+    if finding.scopes:
+        lines.append(f"  {style('in:', '1')} {_scopes(finding.scopes)}")
+    if finding.code == "FXS402":
         lines += _blocked(finding, targets or {}, style)
-    for rel in finding.get("related") or []:
-        if str(rel.get("file", "")).startswith("<") or "<frozen " in str(rel.get("file", "")):
+    for where in finding.related:
+        if where.file.startswith("<") or "<frozen " in where.file:
             continue  # importlib's own frames (<frozen importlib._bootstrap>): not the user's chain
-        where = location_of(rel, root)
         path = where.file if where.outside else display_path(where.file, root)
-        note = f" ({printable(rel['message'])})" if rel.get("message") else ""
+        note = f" ({printable(where.message)})" if where.message else ""
+        if where.target:  # merged chains of several targets: whose this step is
+            note += f" [{printable(where.target)}]"
         lines.append(f"  {style('via:', '1')} {printable(path)}:{_position(where)}{note}")
     return lines
 
@@ -188,12 +203,12 @@ def _count(n: int, singular: str, plural: str) -> str:
     return f"{n} {singular if n == 1 else plural}"
 
 
-def _targets_phrase(summary: dict[str, Any]) -> str:
+def _targets_phrase(summary: Summary) -> str:
     """``5 targets traced (3 cached)`` or ``5 targets (4 traced, 1 partial; 1 cached)``."""
-    total = int(summary.get("targets", 0))
-    by_status = {s: int(n) for s, n in summary.get("by_status", {}).items() if n}
+    total = summary.targets
+    by_status = {s: n for s, n in summary.by_status.items() if n}
     order = [s for s in _STATUSES if s in by_status] + sorted(set(by_status) - set(_STATUSES))
-    cached = int(summary.get("cached", 0) or 0)
+    cached = summary.cached
     noun = "target" if total == 1 else "targets"
     if by_status and list(by_status) == ["traced"] and by_status["traced"] == total:
         core, parts = f"{total} {noun} traced", []
@@ -205,49 +220,42 @@ def _targets_phrase(summary: dict[str, Any]) -> str:
     return f"{core} ({extra})" if extra else core
 
 
-def summary_line(report: dict[str, Any], *, color: bool = False) -> str:
+def summary_line(report: Report, *, color: bool = False) -> str:
     """The closing line: ``Found 3 errors, 1 warning in 2 of 5 targets (...) in 0.42s`` or
     ``All checks passed: 5 targets traced (3 cached) in 0.12s``."""
     style = _Style(color)
-    summary = report.get("summary", {})
-    findings = report["findings"]
-    seconds = float(summary.get("duration_ms", 0)) / 1000
-    dropped = [
-        f"{summary[k]} {label}"
-        for k, label in (("suppressed", "suppressed"), ("baselined", "in baseline"))
-        if summary.get(k)
-    ]
+    summary = report.summary
+    findings = report.findings
+    seconds = summary.duration_ms / 1000
+    dropped = [f"{count} {label}" for count, label in ((summary.suppressed, "suppressed"),
+                                                      (summary.baselined, "in baseline")) if count]
     tail = f" in {seconds:.2f}s" + (f" ({', '.join(dropped)})" if dropped else "")
     if not findings:
-        if not summary.get("targets"):
+        if not summary.targets:
             return style("No targets to check", "1") + tail
         return style("All checks passed", "1;32") + f": {_targets_phrase(summary)}{tail}"
     counts: dict[str, int] = {}
     for f in findings:
-        counts[f["severity"]] = counts.get(f["severity"], 0) + 1
+        counts[f.severity] = counts.get(f.severity, 0) + 1
     found = ", ".join(
         _count(counts[s], s, _PLURAL[s]) for s in SEVERITIES if counts.get(s)
     )
     worst = next(s for s in SEVERITIES if counts.get(s))
-    hit = len({t for f in findings
-               for t in [*(f.get("targets") or [f["target"]]), *(s.get("target") for s in f.get("scopes") or ())]
+    hit = len({t for f in findings for t in [*f.all_targets(), *(s.target for s in f.scopes)]
                if t})  # every target that saw a finding, merged ones included
     head = style(f"Found {found}", _SEVERITY_STYLE[worst])
     return f"{head} in {hit} of {_targets_phrase(summary)}{tail}"
 
 
-def render(report: dict[str, Any], *, color: bool = False, root: Path, show_info: bool = False) -> str:
+def render(report: Report, *, color: bool = False, root: Path, show_info: bool = False) -> str:
     """Every finding (sorted by file, line, column, code) with its source line, then the summary.
     Info-level findings are listed only with ``show_info``; otherwise one line per code."""
     style = _Style(color)
     source = SourceCache(root)
-    targets = {t["id"]: t for t in report.get("targets", [])}
-    listed = [f for f in report["findings"] if show_info or f.get("severity") != "info"]
-    hidden = [f for f in report["findings"] if not (show_info or f.get("severity") != "info")]
-    blocks = [
-        "\n".join(_finding(f, root, source, style, targets))
-        for f in sorted(listed, key=lambda f: sort_key(f, root))
-    ]
+    targets = {t.id: t for t in report.targets}
+    listed = [f for f in report.findings if show_info or f.severity != "info"]
+    hidden = [f for f in report.findings if not (show_info or f.severity != "info")]
+    blocks = ["\n".join(_finding(f, root, source, style, targets)) for f in sorted(listed, key=sort_key)]
     if hidden:
         blocks.append("\n".join(style(line, _SEVERITY_STYLE["info"]) for line in hidden_info_lines(hidden)))
     blocks.append(summary_line(report, color=color))

@@ -1,0 +1,150 @@
+"""The version-1 report as typed data: what ``fxscope check`` computed, before it is printed.
+
+:func:`fxscope.report.build.build_report` makes it from typed outcomes; the filters
+(:mod:`fxscope.report.filters`, :mod:`fxscope.report.baseline`) return new reports; the output
+formats read it, and ``--format json`` prints :meth:`Report.to_json`, the document that
+``report.schema.json`` describes.
+
+>>> doc = {"version": 1, "tool": {"name": "fxscope", "version": "0.1"}, "torch": "2.3", "root": "/w",
+...        "targets": [{"id": "m.py::Net", "kind": "class", "file": "m.py", "line": 3, "status": "traced",
+...                     "modules": []}],
+...        "findings": [], "summary": {"targets": 1, "by_status": {"traced": 1}, "by_severity": {},
+...                                    "duration_ms": 5}}
+>>> report = Report.from_json(doc)
+>>> report.targets[0].status, report.summary.duration_ms, report.to_json()["summary"]["cached"]
+('traced', 5.0, 0)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+from fxscope import __version__
+from fxscope.model.finding import Finding
+from fxscope.model.outcome import Graphs, ModuleInfo
+from fxscope.model.recipe import Recipe
+
+__all__ = ["REPORT_VERSION", "Report", "ReportTarget", "Summary"]
+
+#: The ``version`` of the report document.
+REPORT_VERSION = 1
+
+
+def _counts(value: Any) -> Mapping[str, int]:
+    return MappingProxyType({str(k): int(v) for k, v in (value or {}).items()})
+
+
+@dataclass(frozen=True)
+class ReportTarget:
+    """One checked target: where it is defined, how it ended and what it holds (schema
+    ``targets[]``). ``graphs`` is set only when the graphs were asked for (``--graphs``)."""
+
+    id: str
+    kind: str
+    file: str
+    line: int
+    status: str
+    cached: bool = False
+    duration_ms: float = 0.0
+    nodes: int = 0
+    modules: tuple[ModuleInfo, ...] = ()
+    graphs: Graphs | None = None
+    #: How fxscope built a class target on its own (its provenance), when it did.
+    build: Recipe | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """The schema ``target`` object."""
+        out: dict[str, Any] = {"id": self.id, "kind": self.kind, "file": self.file, "line": self.line,
+                               "status": self.status, "cached": self.cached,
+                               "duration_ms": round(self.duration_ms, 3), "nodes": self.nodes,
+                               "modules": [m.to_json() for m in self.modules]}
+        if self.build is not None:
+            out["build"] = self.build.to_json()
+        if self.graphs is not None:
+            out["graphs"] = self.graphs.to_json()
+        return out
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> ReportTarget:
+        """Read a schema ``target`` object."""
+        graphs = data.get("graphs")
+        return cls(str(data["id"]), str(data["kind"]), str(data["file"]), int(data["line"]),
+                   str(data["status"]), bool(data.get("cached", False)), float(data.get("duration_ms") or 0.0),
+                   int(data.get("nodes") or 0), tuple(ModuleInfo.from_json(m) for m in data.get("modules") or ()),
+                   Graphs(json=graphs, target=str(data["id"])) if isinstance(graphs, list) else None,
+                   Recipe.from_json(data["build"]) if isinstance(data.get("build"), dict) else None)
+
+
+@dataclass(frozen=True)
+class Summary:
+    """The report's counts: targets, targets per status, findings per severity, targets answered
+    from the cache, the wall time; and, once filters ran, how many findings were suppressed by
+    comments or found in the baseline (None: that filter did not run)."""
+
+    targets: int
+    by_status: Mapping[str, int] = field(default_factory=lambda: _counts({}))
+    by_severity: Mapping[str, int] = field(default_factory=lambda: _counts({}))
+    cached: int = 0
+    duration_ms: float = 0.0
+    suppressed: int | None = None
+    baselined: int | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """The schema ``summary`` object."""
+        out: dict[str, Any] = {"targets": self.targets, "by_status": dict(self.by_status),
+                               "by_severity": dict(self.by_severity), "cached": self.cached,
+                               "duration_ms": round(self.duration_ms, 3)}
+        if self.suppressed is not None:
+            out["suppressed"] = self.suppressed
+        if self.baselined is not None:
+            out["baselined"] = self.baselined
+        return out
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Summary:
+        """Read a schema ``summary`` object."""
+        def opt(key: str) -> int | None:
+            value = data.get(key)
+            return int(value) if value is not None else None
+
+        return cls(int(data.get("targets") or 0), _counts(data.get("by_status")), _counts(data.get("by_severity")),
+                   int(data.get("cached") or 0), float(data.get("duration_ms") or 0.0), opt("suppressed"),
+                   opt("baselined"))
+
+
+@dataclass(frozen=True)
+class Report:
+    """A whole report: the workspace ``root`` (absolute), the ``torch`` version that traced it,
+    every checked target, the findings (merged across targets, sorted) and the summary."""
+
+    root: str
+    torch: str
+    targets: tuple[ReportTarget, ...]
+    findings: tuple[Finding, ...]
+    summary: Summary
+    tool_version: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        """The report document (``report.schema.json`` version 1)."""
+        return {
+            "version": REPORT_VERSION,
+            "tool": {"name": "fxscope", "version": self.tool_version or __version__},
+            "torch": self.torch,
+            "root": self.root,
+            "targets": [t.to_json() for t in self.targets],
+            "findings": [f.to_json() for f in self.findings],
+            "summary": self.summary.to_json(),
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Report:
+        """Read a report document (as ``--format json`` or the daemon sends it)."""
+        tool = data.get("tool") or {}
+        return cls(str(data["root"]), str(data.get("torch", "")),
+                   tuple(ReportTarget.from_json(t) for t in data.get("targets") or ()),
+                   tuple(Finding.from_json(f) for f in data.get("findings") or ()),
+                   Summary.from_json(data.get("summary") or {}),
+                   str(tool.get("version", "")) if isinstance(tool, Mapping) else "")

@@ -1,0 +1,341 @@
+"""The result store: every target's latest typed outcome, indexed once when it is delivered.
+
+Answers from memory, never importing torch and never starting work: the merged findings of a file
+(diagnostics), the nodes of a line (hover), the classes of a file (hover, code lens), a target's
+status and graphs (the graph view), every result (the report). Each query costs what the file or
+target at hand holds, not what the workspace holds. Thread-safe; it starts no thread and calls
+nothing back.
+
+Files are root-relative posix paths inside the workspace (absolute outside it), as in the report.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from fxscope.cache import hash_json
+from fxscope.engine.results import REACHED, TargetResult, class_type
+from fxscope.graphview.document import GraphDocument, build_document
+from fxscope.model import ClassSummary, Finding, GraphView, NodeInfo, Snapshot
+from fxscope.project.discovery import FileError, Target
+from fxscope.report.build import file_error_finding, finding_order, merge_findings, target_findings
+from fxscope.report.filters import is_suppressed
+from fxscope.report.locations import SourceCache
+from fxscope.session.data import FileFindings
+from fxscope.session.index import Instance, ModuleIndex, NodeIndex
+
+__all__ = ["ResultStore", "StoredResult"]
+
+
+@dataclass(frozen=True)
+class StoredResult:
+    """One target's latest result with what the store derived from it: the ``generation`` of
+    the snapshot it was computed for, its report findings (root-relative, target and hints set),
+    the files it depends on and the document versions (by file) of that snapshot."""
+
+    result: TargetResult
+    generation: int
+    findings: tuple[Finding, ...]
+    deps: frozenset[str]
+    versions: Mapping[str, int | None]
+
+
+class ResultStore:
+    """Latest results of one workspace root (see the module docstring)."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self._lock = threading.Lock()
+        self._results: dict[str, StoredResult] = {}
+        self._by_file: dict[str, dict[str, tuple[Finding, ...]]] = {}  # file -> target -> findings shown there
+        self._dependents: dict[str, set[str]] = {}  # file -> targets whose result depends on it
+        self._file_errors: dict[str, tuple[Finding, ...]] = {}  # file -> FXS402 of the discovery
+        self._classes: dict[str, str] = {}  # class target -> its class type
+        self._skipped: set[str] = set()  # class targets that were not built
+        self._built: Counter[str] = Counter()  # root types built by factory targets
+        self._reached: Counter[str] = Counter()  # types whose forward some result traced
+        self._nodes = NodeIndex()
+        self._modules = ModuleIndex()
+        self._version = 0  # bumped on every change of what findings_for answers
+        self._memo: dict[str, tuple[tuple[int, int], FileFindings]] = {}
+
+    # -- changes ---------------------------------------------------------------------------------
+    def deliver(self, result: TargetResult, generation: int, deps: frozenset[str],
+                versions: Mapping[str, int | None]) -> set[str] | None:
+        """Store ``result``, computed for the snapshot of ``generation``, unless a result of a
+        newer snapshot is already stored (then None: nothing older replaces something newer).
+        Returns the files whose findings changed, or the open document version they are for
+        (``versions`` names the open documents among ``deps``)."""
+        tid = result.target.id
+        findings = tuple(target_findings(result, str(self.root)))
+        with self._lock:
+            old = self._results.get(tid)
+            if old is not None and old.generation > generation:
+                return None
+            stored = StoredResult(result, generation, findings, deps, versions)
+            self._results[tid] = stored
+            self._index_deps(tid, old.deps if old else frozenset(), deps)
+            if old is not None:
+                self._unindex_kind(old)
+            self._index_kind(stored)
+            changed = self._index_findings(tid, old.findings if old else (), findings)
+            changed.update(rel for rel, v in versions.items()
+                           if v is not None and (old is None or old.versions.get(rel) != v))
+            self._nodes.put(tid, result.outcome.graphs)
+            self._modules.put(tid, result.outcome.modules)
+            self._version += 1
+        return changed
+
+    def forget(self, target_ids: Iterable[str]) -> set[str]:
+        """Drop the results of targets that no longer exist; the files whose findings changed."""
+        changed: set[str] = set()
+        with self._lock:
+            for tid in target_ids:
+                old = self._results.pop(tid, None)
+                if old is None:
+                    continue
+                changed |= self._index_findings(tid, old.findings, ())
+                self._index_deps(tid, old.deps, frozenset())
+                self._unindex_kind(old)
+                self._nodes.drop(tid)
+                self._modules.drop(tid)
+            if changed:
+                self._version += 1
+        return changed
+
+    def set_file_errors(self, errors: Sequence[FileError]) -> set[str]:
+        """The files that do not parse now (their FXS402 findings); the files whose errors
+        changed."""
+        by_file: dict[str, list[Finding]] = {}
+        for e in errors:
+            by_file.setdefault(e.file, []).append(file_error_finding(e))
+        new = {file: tuple(fs) for file, fs in by_file.items()}
+        with self._lock:
+            old = self._file_errors
+            changed = {f for f in set(old) | set(new) if old.get(f) != new.get(f)}
+            self._file_errors = new
+            if changed:
+                self._version += 1
+        return changed
+
+    def _index_deps(self, tid: str, old: frozenset[str], new: frozenset[str]) -> None:
+        for file in old - new:
+            targets = self._dependents.get(file)
+            if targets is not None:
+                targets.discard(tid)
+                if not targets:
+                    del self._dependents[file]
+        for file in new - old:
+            self._dependents.setdefault(file, set()).add(tid)
+
+    def _index_kind(self, stored: StoredResult) -> None:
+        """Classes, the types factories built and the types some trace reached: a class a factory
+        builds is the factory's to report, and the FXS405 of a class reached through another
+        target is dropped (see ``engine.results.drop_covered_skips``)."""
+        target, outcome = stored.result.target, stored.result.outcome
+        kind = class_type(target)
+        if kind:
+            self._classes[target.id] = kind
+            if outcome.status == "skipped":
+                self._skipped.add(target.id)
+        if target.kind == "factory" and outcome.root_type:
+            self._built[outcome.root_type] += 1
+        self._reached.update(m.type for m in outcome.modules if m.status in REACHED)
+
+    def _unindex_kind(self, stored: StoredResult) -> None:
+        target, outcome = stored.result.target, stored.result.outcome
+        self._classes.pop(target.id, None)
+        self._skipped.discard(target.id)
+        if target.kind == "factory" and outcome.root_type:
+            self._built[outcome.root_type] -= 1
+        self._reached.subtract(m.type for m in outcome.modules if m.status in REACHED)
+
+    def _index_findings(self, tid: str, old: Sequence[Finding], new: Sequence[Finding]) -> set[str]:
+        """Re-index ``tid``'s findings by the file they are shown in; the files that changed."""
+        before: dict[str, list[Finding]] = {}
+        for f in old:
+            before.setdefault(f.primary.file, []).append(f)
+        after: dict[str, list[Finding]] = {}
+        for f in new:
+            after.setdefault(f.primary.file, []).append(f)
+        changed = set()
+        for file in set(before) | set(after):
+            if before.get(file) != after.get(file):
+                changed.add(file)
+            per = self._by_file.setdefault(file, {})
+            if file in after:
+                per[tid] = tuple(after[file])
+            else:
+                per.pop(tid, None)
+                if not per:
+                    del self._by_file[file]
+        return changed
+
+    # -- queries ---------------------------------------------------------------------------------
+    def get(self, target_id: str) -> StoredResult | None:
+        """The stored result of ``target_id``."""
+        with self._lock:
+            return self._results.get(target_id)
+
+    def stored_generation(self, target_id: str) -> int:
+        """The snapshot generation of the stored result of ``target_id``; -1 when there is none."""
+        with self._lock:
+            stored = self._results.get(target_id)
+        return stored.generation if stored is not None else -1
+
+    def target_ids(self) -> set[str]:
+        """The id of every stored target."""
+        with self._lock:
+            return set(self._results)
+
+    def dependents(self, file: str) -> set[str]:
+        """The targets whose stored result recorded ``file`` as a dependency."""
+        with self._lock:
+            return set(self._dependents.get(file, ()))
+
+    def results(self) -> list[TargetResult]:
+        """The latest result of every target, by id."""
+        with self._lock:
+            return [st.result for _, st in sorted(self._results.items())]
+
+    def files_with_findings(self) -> list[str]:
+        """Every file with at least one finding (suppressions not applied)."""
+        with self._lock:
+            files = {file for file, per in self._by_file.items() if any(per.values())}
+            files.update(f for f, errors in self._file_errors.items() if errors)
+        return sorted(files)
+
+    def findings_for(self, file: str, key: str, snapshot: Snapshot) -> FileFindings:
+        """The merged findings of every target shown in ``file`` (absolute ``key``), with the
+        suppression comments of ``snapshot``'s buffers applied."""
+        with self._lock:
+            memo_key = (self._version, snapshot.generation)
+            memo = self._memo.get(file)
+            if memo is not None and memo[0] == memo_key:
+                return memo[1]
+            raw = [f for tid, fs in self._by_file.get(file, {}).items() for f in fs if not self._covered(tid, f)]
+            raw.extend(self._file_errors.get(file, ()))
+            version = self._version_for(file, key, snapshot)
+        source = SourceCache(self.root, snapshot.texts)
+        kept = tuple(f for f in merge_findings(sorted(raw, key=finding_order)) if not is_suppressed(f, source))
+        digest = hash_json([f.to_json() for f in kept])[:16]
+        out = FileFindings(Path(key), kept, version, snapshot.generation, digest)
+        with self._lock:
+            self._memo[file] = (memo_key, out)
+        return out
+
+    def _covered(self, tid: str, finding: Finding) -> bool:
+        """Whether another target speaks for ``finding`` of ``tid`` (lock held): a class a
+        configured factory builds (its automatic build's findings are the factory's to report),
+        or the FXS405 of a class some trace reached."""
+        kind = self._classes.get(tid)
+        if kind is None:
+            return False
+        if self._built[kind] > 0:
+            return True
+        return finding.code == "FXS405" and tid in self._skipped and self._reached[kind] > 0
+
+    def _version_for(self, file: str, key: str, snapshot: Snapshot) -> int | None:
+        """The document version the findings of ``file`` were computed for: that of the newest
+        result depending on it, else the buffer's (lock held)."""
+        newest: StoredResult | None = None
+        for tid in self._dependents.get(file, ()):
+            st = self._results[tid]
+            if newest is None or st.generation > newest.generation:
+                newest = st
+        if newest is not None:
+            return newest.versions.get(file)
+        return snapshot.versions.get(key)
+
+    def nodes_at(self, file: str, line: int) -> list[NodeInfo]:
+        """Graph nodes produced by ``line`` of ``file``, over every target and instance."""
+        with self._lock:
+            return self._nodes.at(file, line)
+
+    def status(self, target_id: str) -> str | None:
+        """The status of the stored result of ``target_id`` (None: never traced)."""
+        stored = self.get(target_id)
+        return stored.result.outcome.status if stored is not None else None
+
+    def classes_in(self, file: str, own: Sequence[Target], pending: Callable[[str], bool]) -> list[ClassSummary]:
+        """A summary per ``nn.Module`` class defined in ``file``: the class targets ``own``, and
+        classes met as modules of traced models, in line order. ``pending(id)``: that target is
+        being traced or waits for its first result."""
+        with self._lock:
+            instances = self._modules.instances(file)
+            shown = [f for fs in self._by_file.get(file, {}).values() for f in fs]
+            stored = {t.id: self._results.get(t.id) for t in own}
+            leaves = {(i.target, i.module.path): self._modules.leaf_children(i.target, i.module.path)
+                      for found in instances.values() for i in found}
+        classes = {t.line: (t.qualname or t.id, f"{t.module}.{t.qualname}" if t.module else t.qualname or t.id)
+                   for t in own}
+        for line, found in instances.items():
+            classes.setdefault(line, (found[0].module.type.rsplit(".", 1)[-1], found[0].module.type))
+        starts = sorted(classes)
+        lines = sorted(f.primary.line for f in shown)
+        out = []
+        for i, line in enumerate(starts):
+            end = starts[i + 1] if i + 1 < len(starts) else None
+            target = next((t for t in own if t.line == line), None)
+            seen = instances.get(line, [])
+            summary = _summary(file, line, classes[line], target, stored.get(target.id) if target else None,
+                               seen, pending(target.id) if target else False)
+            kids = sorted({c for inst in seen for c in leaves.get((inst.target, inst.module.path), ())})
+            count = sum(1 for n in lines if line <= n and (end is None or n < end))
+            out.append(ClassSummary(summary.file, summary.line, summary.qualname, summary.type_name,
+                                    summary.targets, summary.status, summary.nodes, summary.instances,
+                                    tuple(kids), count, summary.reason))
+        return out
+
+    def graph(self, target_id: str, module: str | None, pending: bool) -> GraphView:
+        """The nodes and findings of one stored target (one module's graph when ``module`` is
+        given); ``pending``: it is being traced now."""
+        stored = self.get(target_id)
+        if stored is None:
+            return GraphView(target_id, module, "pending", (), ())
+        outcome = stored.result.outcome
+        graphs = [g for g in outcome.graphs or () if module is None or g.module == module]
+        edges = tuple((g.module, src, n.name) for g in graphs for n in g.nodes for src in n.inputs)
+        status = "pending" if pending else outcome.status
+        return GraphView(target_id, module, status, tuple((g.module, g.nodes) for g in graphs),
+                         stored.findings, edges)
+
+    def graph_document(self, target_id: str, module: str | None, pending: bool) -> GraphDocument:
+        """The graph document (version 1, docs/graph-format.md) of one target, or of one module
+        in it; raises GraphModuleError for a module it does not have."""
+        stored = self.get(target_id)
+        if stored is None:  # nothing known about its modules yet: an empty document of the one asked for
+            doc = build_document(target_id, status="pending", graphs=())
+            doc["module"] = module
+            return doc
+        outcome = stored.result.outcome
+        return build_document(target_id, status="pending" if pending else outcome.status,
+                              graphs=outcome.graphs.to_json() if outcome.graphs is not None else (),
+                              modules=[m.to_json() for m in outcome.modules],
+                              findings=[f.to_json() for f in stored.findings], module=module)
+
+
+def _summary(file: str, line: int, names: tuple[str, str], target: Target | None, stored: StoredResult | None,
+             seen: Sequence[Instance], pending: bool) -> ClassSummary:
+    """A class's summary, before its leaf children and findings are counted."""
+    qualname, type_name = names
+    others = sorted({i.target for i in seen} - {target.id if target else ""})
+    targets = ([target.id] if target else []) + others
+    reason = None
+    nodes = 0
+    if target is not None and pending:
+        status = "pending"
+    elif stored is not None:
+        status, nodes = stored.result.outcome.status, stored.result.outcome.nodes
+        if status in ("skipped", "error", "failed"):
+            reason = stored.findings[0].message if stored.findings else None
+    elif seen:
+        status = "failed" if any(i.module.status == "failed" for i in seen) else "traced"
+    else:
+        status = "not-traced"
+    instances = tuple(sorted({i.module.path for i in seen}))
+    return ClassSummary(file, line, qualname, type_name, tuple(targets), status, nodes, instances, (), 0, reason)

@@ -1,0 +1,159 @@
+"""The shape check of result bodies (worker results and cache entries): its fast paths for graph
+nodes and module entries accept exactly what the full checks accept."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from fxscope.engine.payload import payload_problem
+
+NODE = {"name": "layers_0", "op": "call_module", "target": "layers.0", "scope": "layers.0",
+        "scope_type": "torch.nn.modules.linear.Linear", "inputs": ["x"], "file": "m.py", "line": 14}
+MODULE = {"path": "layers.0", "type": "torch.nn.modules.linear.Linear", "status": "leaf", "params": 72}
+
+
+def body(node: dict[str, Any] | None = None, module: dict[str, Any] | None = None) -> dict[str, Any]:
+    return {
+        "status": "traced", "nodes": 2, "findings": [],
+        "modules": [{"path": "", "type": "m.Net", "status": "traced", "params": 0, "file": "m.py", "line": 3},
+                    MODULE if module is None else module],
+        "graphs": [{"module": "", "nodes": [
+            {"name": "x", "op": "placeholder", "target": "x", "scope": "", "scope_type": "m.Net", "inputs": []},
+            NODE if node is None else node]}],
+    }
+
+
+def with_(base: dict[str, Any], **changes: Any) -> dict[str, Any]:
+    out = copy.deepcopy(base)
+    for key, value in changes.items():
+        if value is ...:
+            out.pop(key, None)
+        else:
+            out[key] = value
+    return out
+
+
+def test_a_well_formed_body_passes() -> None:
+    assert payload_problem(body()) is None
+    assert payload_problem(body(node=with_(NODE, file=..., line=...))) is None  # an unlocated node
+    assert payload_problem(body(node=with_(NODE, column=3, end_line=14, end_column=9))) is None
+    assert payload_problem(body(module=with_(MODULE, params=...))) is None
+    assert payload_problem(body(module=with_(MODULE, file="m.py", line=2))) is None
+
+
+@pytest.mark.parametrize("node", [
+    with_(NODE, op="call_everything"),
+    with_(NODE, name=3),
+    with_(NODE, scope=...),
+    with_(NODE, scope_type=None),
+    with_(NODE, file=None),
+    with_(NODE, line=...),
+    with_(NODE, file=...),
+    with_(NODE, line=0),
+    with_(NODE, line=True),
+    with_(NODE, line="14"),
+    with_(NODE, column=0),
+    "a string",
+], ids=["op", "name", "no-scope", "scope-type", "file-none", "no-line", "no-file", "line-0", "line-bool",
+        "line-str", "column-0", "not-an-object"])
+def test_a_malformed_node_is_named(node: Any) -> None:
+    assert (payload_problem(body(node=node)) or "").startswith("graphs[0].nodes[1]")
+
+
+@pytest.mark.parametrize("module", [
+    with_(MODULE, status="gone"),
+    with_(MODULE, type=None),
+    with_(MODULE, path=...),
+    with_(MODULE, params=-1),
+    with_(MODULE, params=True),
+    with_(MODULE, file="m.py"),
+    with_(MODULE, line=2),
+    with_(MODULE, file=None, line=2),
+    [MODULE],
+], ids=["status", "type", "no-path", "params-negative", "params-bool", "file-without-line",
+        "line-without-file", "file-none", "not-an-object"])
+def test_a_malformed_module_is_named(module: Any) -> None:
+    assert (payload_problem(body(module=module)) or "").startswith("modules[1]")
+
+
+def test_string_subclasses_take_the_full_check() -> None:
+    class Name(str):
+        pass
+
+    assert payload_problem(body(node=with_(NODE, name=Name("layers_0")))) is None
+    assert payload_problem(body(module=with_(MODULE, type=Name("torch.nn.Linear")))) is None
+
+
+# ---------------------------------------------------------------------- accepted means reportable
+FINDING = {"code": "FXS101", "severity": "error", "message": "m", "hint": "h", "file": "m.py", "line": 4,
+           "column": 12, "end_line": 4, "end_column": 20, "anchor": {"file": "m.py", "line": 9},
+           "scopes": [{"path": "", "type": "m.Net"}], "related": [{"file": "m.py", "line": 2, "message": "in f"}]}
+
+
+def _full_body() -> dict[str, Any]:
+    return {**body(), "status": "partial", "findings": [copy.deepcopy(FINDING)], "forward_order": [""],
+            "files": {"m.py": "abc"}, "warnings": ["w"], "torch": "2.0", "device": "meta", "output": "o"}
+
+
+def _paths(value: Any, prefix: tuple = ()) -> list[tuple]:
+    """Every key path into ``value`` (dict keys and list indices)."""
+    out = [prefix]
+    if isinstance(value, dict):
+        for k, v in value.items():
+            out += _paths(v, prefix + (k,))
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            out += _paths(v, prefix + (i,))
+    return out
+
+
+def _replaced(value: Any, path: tuple, new: Any) -> Any:
+    out = copy.deepcopy(value)
+    if not path:
+        return new
+    parent = out
+    for key in path[:-1]:
+        parent = parent[key]
+    parent[path[-1]] = new
+    return out
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers(-3, 3) | st.text(max_size=3),
+    lambda inner: st.lists(inner, max_size=2) | st.dictionaries(st.text(max_size=4), inner, max_size=2),
+    max_leaves=4)
+
+
+def test_a_body_is_rejected_or_reported_never_a_crash() -> None:
+    """Any JSON value in any field (a cache entry edited by hand, a worker's forged result): the
+    check never raises, and a body it accepts is rendered in every format without an error."""
+    from fxscope.cli.formats import github, sarif, text
+    from fxscope.engine.results import TargetResult
+    from fxscope.model import TargetOutcome
+    from fxscope.project.discovery import Target
+    from fxscope.report.build import build_report
+
+    base = _full_body()
+    paths = _paths(base)[1:]
+    root = Path("/ws")
+    target = Target(id="m.py::Net", kind="class", file="m.py", line=3, module="m", qualname="Net")
+
+    @settings(max_examples=400, deadline=None, database=None)
+    @given(st.sampled_from(paths), _JSON)
+    def check(path: tuple, value: Any) -> None:
+        changed = _replaced(base, path, value)
+        if payload_problem(changed) is not None:
+            return
+        outcome = TargetOutcome.from_json(changed, target=target.id)
+        report = build_report(str(root), "2.0", [TargetResult(target, outcome)], graphs=True)
+        text.render(report, root=root, show_info=True)
+        sarif.render(report, root=root)
+        github.render(report, root=root)
+
+    check()

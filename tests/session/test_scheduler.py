@@ -1,0 +1,270 @@
+"""The scheduler on its own: a manual clock and a fake round source (targets, the files they read,
+a store of generations), no engine, no worker, no torch. Rounds run on the scheduler's threads;
+a gate holds a round's job open where a test needs one running."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+
+import pytest
+
+from session_support import ManualClock, Recorder
+
+from fxscope.session.plans import RoundControl, RoundPlan
+from fxscope.session.scheduler import Scheduler
+
+WAIT = 60  # seconds a fake round may take on a loaded machine (a limit, not a measurement)
+
+
+class FakeSource:
+    """Targets that read files; a round "traces" each wanted target by storing the round's
+    generation for it, unless its job is stale by then (then it is cancelled, as the engine does)."""
+
+    def __init__(self, targets: dict[str, set[str]]) -> None:
+        self.targets = targets
+        self.generation = 0
+        self.stored: dict[str, int] = {}
+        self.plans: list[tuple[frozenset[str], bool]] = []
+        self.runs: list[tuple[int, tuple[str, ...]]] = []
+        self.cancelled: list[tuple[int, str]] = []
+        self.gate: threading.Event | None = None  # set: jobs finish; clear: they wait
+        self.started = threading.Event()  # a job is running
+        self.fail: Exception | None = None
+        self.lock = threading.Lock()
+
+    def plan(self, files: frozenset[str], everything: bool) -> RoundPlan:
+        with self.lock:
+            self.plans.append((files, everything))
+            gen = self.generation
+        wanted = set(self.targets) if everything else {t for t in self.targets if self.targets[t] & files}
+        return RoundPlan(gen, frozenset(self.targets), frozenset(wanted), lambda ids, c: self._run(gen, ids, c))
+
+    def _run(self, gen: int, ids: tuple[str, ...], control: RoundControl) -> None:
+        with self.lock:
+            self.runs.append((gen, ids))
+        if self.fail is not None:
+            raise self.fail
+        for tid in ids:
+            self.started.set()
+            gate = self.gate
+            while gate is not None and not gate.wait(0.01):
+                if control.stale(tid):
+                    break  # killed, as the engine kills a stale job
+            if control.stale(tid):
+                with self.lock:
+                    self.cancelled.append((gen, tid))
+            else:
+                with self.lock:
+                    self.stored[tid] = max(self.stored.get(tid, -1), gen)
+            control.finished(tid)
+
+    def stored_generation(self, target_id: str) -> int:
+        with self.lock:
+            return self.stored.get(target_id, -1)
+
+    def affected(self, file: str) -> frozenset[str]:
+        return frozenset(t for t, files in self.targets.items() if file in files)
+
+    def edit(self) -> int:
+        """A new snapshot generation (an edit)."""
+        with self.lock:
+            self.generation += 1
+            return self.generation
+
+
+def _scheduler(source: FakeSource, clock: ManualClock, rec: Recorder, *, debounce_s: float = 0.3,
+               enabled: bool = True) -> Scheduler:
+    return Scheduler(source, clock, debounce_s=debounce_s, enabled=enabled, on_progress=rec.on_progress,
+                     on_error=rec.on_error)
+
+
+def _change(scheduler: Scheduler, source: FakeSource, file: str) -> int:
+    gen = source.edit()
+    scheduler.changed(file, source.affected(file), gen)
+    return gen
+
+
+TARGETS = {"a": {"a.py", "helper.py"}, "b": {"b.py", "helper.py"}, "c": {"c.py"}}
+
+
+@pytest.fixture
+def source() -> FakeSource:
+    return FakeSource({k: set(v) for k, v in TARGETS.items()})
+
+
+def test_start_runs_every_target_at_once(source: FakeSource, clock: ManualClock, rec: Recorder) -> None:
+    scheduler = _scheduler(source, clock, rec)
+    scheduler.request_all(0, at_once=True)
+    assert scheduler.wait_idle(WAIT)
+    assert source.plans == [(frozenset(), True)]
+    assert source.runs == [(0, ("a", "b", "c"))]
+    assert sorted(rec.finished()) == ["a", "b", "c"]
+    counts = scheduler.counts()
+    assert (counts.total, counts.done, counts.running, counts.queued, counts.checks) == (3, 3, 0, 0, 1)
+
+
+def test_an_isolated_edit_runs_at_once_and_a_burst_waits_for_the_debounce(
+        source: FakeSource, clock: ManualClock, rec: Recorder) -> None:
+    scheduler = _scheduler(source, clock, rec)
+    scheduler.request_all(0, at_once=True)
+    assert scheduler.wait_idle(WAIT)
+    clock.advance(1.0)  # a quiet period
+    first = _change(scheduler, source, "c.py")
+    clock.advance(0.0)  # leading edge: no debounce
+    assert scheduler.wait_idle(WAIT) and source.runs[-1] == (first, ("c",))
+    for _ in range(5):  # a burst: 0.1 s apart, inside the 0.3 s debounce
+        last = _change(scheduler, source, "c.py")
+        clock.advance(0.1)
+    assert not scheduler.wait_idle(0.2)  # the trailing edge waits for the clock
+    assert source.runs[-1] == (first, ("c",))
+    clock.advance(0.3)
+    assert scheduler.wait_idle(WAIT)
+    assert source.runs[-1] == (last, ("c",)) and len(source.runs) == 3  # the burst ran once, at its end
+    assert source.stored["c"] == last
+
+
+def test_a_helper_edit_runs_exactly_the_targets_that_read_it(
+        source: FakeSource, clock: ManualClock, rec: Recorder) -> None:
+    scheduler = _scheduler(source, clock, rec, debounce_s=0.0)
+    scheduler.request_all(0, at_once=True)
+    assert scheduler.wait_idle(WAIT)
+    gen = _change(scheduler, source, "helper.py")
+    clock.advance(0.0)
+    assert scheduler.wait_idle(WAIT)
+    assert source.runs[-1] == (gen, ("a", "b"))
+    assert source.plans[-1] == (frozenset({"helper.py"}), False)
+
+
+def test_an_edit_makes_the_running_job_stale_and_its_target_runs_again(
+        source: FakeSource, clock: ManualClock, rec: Recorder) -> None:
+    scheduler = _scheduler(source, clock, rec)
+    source.gate = threading.Event()
+    scheduler.request_all(0, at_once=True)
+    assert source.started.wait(WAIT)  # "a" runs, held by the gate
+    assert scheduler.is_running("a") and scheduler.is_pending("a.py")
+    assert not scheduler.is_stale("a", 0)
+    gen = _change(scheduler, source, "a.py")  # a newer snapshot needs "a"
+    assert scheduler.is_stale("a", 0)  # at once: the round kills the job
+    source.gate.set()
+    clock.advance(0.0)
+    assert scheduler.wait_idle(WAIT)
+    assert (0, "a") in source.cancelled
+    assert source.stored["a"] == gen  # run again for the newer snapshot
+    assert not scheduler.is_pending("a.py")
+
+
+def test_a_cancelled_job_reruns_when_the_rounds_end_even_without_a_timer(
+        source: FakeSource, clock: ManualClock, rec: Recorder) -> None:
+    scheduler = _scheduler(source, clock, rec)
+    source.gate = threading.Event()
+    scheduler.request_all(0, at_once=True)
+    assert source.started.wait(WAIT)
+    gen = _change(scheduler, source, "c.py")  # "c" is queued behind "a" in the same round
+    source.gate.set()
+    clock.advance(0.0)  # the change's round, and the rerun the first round's end schedules
+    assert scheduler.wait_idle(WAIT)
+    assert source.stored["c"] == gen and scheduler.counts().queued == 0
+
+
+def test_cancel_kills_running_jobs_and_nothing_reruns(source: FakeSource, clock: ManualClock, rec: Recorder) -> None:
+    scheduler = _scheduler(source, clock, rec)
+    source.gate = threading.Event()
+    scheduler.request_all(0, at_once=True)
+    assert source.started.wait(WAIT)
+    scheduler.cancel(source.edit())
+    assert scheduler.is_stale("a", 0)
+    source.gate.set()
+    assert scheduler.wait_idle(WAIT)
+    assert [tid for _, tid in source.cancelled] == ["a", "b", "c"]
+    assert source.stored == {} and len(source.runs) == 1  # kept their (absent) results, not re-run
+    assert clock.pending() == 0
+
+
+def test_pending_while_debouncing_queued_or_running(source: FakeSource, clock: ManualClock, rec: Recorder) -> None:
+    scheduler = _scheduler(source, clock, rec)
+    scheduler.request_all(0, at_once=True)
+    assert scheduler.wait_idle(WAIT)
+    clock.advance(1.0)
+    _change(scheduler, source, "b.py")
+    assert scheduler.is_pending("b.py") and not scheduler.is_pending("c.py")  # debouncing
+    assert not scheduler.wait_idle(0.05)
+    clock.advance(0.0)
+    assert scheduler.wait_idle(WAIT)
+    assert not scheduler.is_pending("b.py")
+    assert not scheduler.is_target_pending("b") and scheduler.counts().done == 3
+
+
+def test_a_disabled_scheduler_runs_nothing_until_enabled(
+        source: FakeSource, clock: ManualClock, rec: Recorder) -> None:
+    scheduler = _scheduler(source, clock, rec, enabled=False)
+    scheduler.request_all(0, at_once=True)
+    _change(scheduler, source, "a.py")
+    clock.advance(1.0)
+    assert scheduler.wait_idle(WAIT) and source.runs == []
+    scheduler.configure(debounce_s=0.3, enabled=True)
+    scheduler.request_all(source.generation)
+    clock.advance(0.0)
+    assert scheduler.wait_idle(WAIT)
+    assert source.runs == [(1, ("a", "b", "c"))]
+
+
+def test_a_failing_round_is_reported_and_the_scheduler_keeps_going(
+        source: FakeSource, clock: ManualClock, rec: Recorder) -> None:
+    scheduler = _scheduler(source, clock, rec)
+    source.fail = RuntimeError("the engine broke")
+    scheduler.request_all(0, at_once=True)
+    assert scheduler.wait_idle(WAIT)
+    assert [str(e) for e in rec.errors] == ["the engine broke"]
+    error = scheduler.take_error()
+    assert isinstance(error, RuntimeError) and scheduler.take_error() is None
+    source.fail = None
+    scheduler.request_all(source.edit())
+    clock.advance(0.0)
+    assert scheduler.wait_idle(WAIT) and sorted(source.stored) == ["a", "b", "c"]
+
+
+def test_run_now_runs_exactly_the_plan_without_debounce(
+        source: FakeSource, clock: ManualClock, rec: Recorder) -> None:
+    scheduler = _scheduler(source, clock, rec)
+    gen = source.edit()
+    ran = scheduler.run_now(RoundPlan(gen, frozenset(source.targets), frozenset({"b"}),
+                                      lambda ids, c: source._run(gen, ids, c)))
+    assert ran == ("b",)
+    assert scheduler.wait_idle(WAIT) and source.stored == {"b": gen}
+    scheduler.close()
+    with pytest.raises(RuntimeError, match="closed"):
+        scheduler.run_now(RoundPlan(gen, frozenset(), frozenset(), lambda ids, c: None))
+
+
+def test_progress_counts_every_finished_target(source: FakeSource, clock: ManualClock, rec: Recorder) -> None:
+    scheduler = _scheduler(source, clock, rec)
+    scheduler.request_all(0, at_once=True)
+    assert scheduler.wait_idle(WAIT)
+    done = [(ev.done, ev.total) for ev in rec.progress]
+    assert done[0] == (0, 3) and done[-1] == (3, 3)
+    assert rec.progress[-1].running == 0
+
+
+def _spin(predicate: Callable[[], bool]) -> bool:
+    event = threading.Event()
+    for _ in range(int(WAIT / 0.01)):
+        if predicate():
+            return True
+        event.wait(0.01)
+    return predicate()
+
+
+def test_close_stops_new_rounds(source: FakeSource, clock: ManualClock, rec: Recorder) -> None:
+    scheduler = _scheduler(source, clock, rec)
+    source.gate = threading.Event()
+    scheduler.request_all(0, at_once=True)
+    assert source.started.wait(WAIT)
+    _change(scheduler, source, "c.py")
+    scheduler.close()
+    assert scheduler.is_stale("a", 0)  # every job of a closed scheduler is stale
+    source.gate.set()
+    scheduler.wait_rounds(WAIT)
+    assert _spin(lambda: not scheduler.is_running("a"))
+    clock.advance(1.0)  # the debounce timer was cancelled: no round starts
+    assert scheduler.wait_idle(WAIT) and len(source.runs) == 1
