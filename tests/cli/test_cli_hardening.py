@@ -7,7 +7,6 @@ import json
 import os
 import sqlite3
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -200,8 +199,12 @@ def test_control_characters_from_model_messages_are_escaped(tmp_path):
 
 
             class Loud(nn.Module):
-                def forward(self, x):
+                def __init__(self):
+                    super().__init__()
                     raise RuntimeError("{payload}")
+
+                def forward(self, x):
+                    return x
             """,
     })
     text = cli(root, fmt="text")

@@ -45,16 +45,16 @@ WORKSPACE = {
 
 
         class NeedsDim(nn.Module):
-            def __init__(self, dim):
+            def __init__(self, knob):  # names that say nothing: fxscope cannot guess a value
                 super().__init__()
-                self.fc = nn.Linear(dim, dim)
+                self.fc = nn.Linear(knob, knob)
 
             def forward(self, x):
                 return self.fc(x)
 
 
         class NeedsHeads(nn.Module):
-            def __init__(self, heads):
+            def __init__(self, salt):
                 super().__init__()
 
             def forward(self, x):

@@ -82,9 +82,9 @@ WORKSPACE = {
 
 
         class NeedsArgs(nn.Module):  # MARK needs-args
-            def __init__(self, dim, depth=2):
+            def __init__(self, knob, depth=2):  # `knob` says nothing: fxscope cannot guess a value
                 super().__init__()
-                self.fc = nn.Linear(dim, dim)
+                self.fc = nn.Linear(knob, knob)
 
             def forward(self, x):
                 return self.fc(x)
@@ -188,7 +188,7 @@ def test_targets_discovered(base):
     assert needs["status"] == "skipped" and needs["line"] == line
     [info] = run.findings("pkg/models.py::NeedsArgs", "FXS405")
     assert (info["severity"], info["file"], info["line"]) == ("info", "pkg/models.py", line)
-    assert "dim" in info["message"] and "depth" not in info["message"]
+    assert "knob" in info["message"] and "depth" not in info["message"]
     assert targets["pkg/factories.py::Flagged"]["status"] == "skipped"
 
 

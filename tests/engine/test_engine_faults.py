@@ -170,7 +170,7 @@ def faults(tmp_path_factory: pytest.TempPathFactory):
 def only(run, target, code):
     found = run.findings(target, code)
     assert len(found) == 1, (target, code, run.findings(target))
-    assert run.targets[target]["status"] == "error" or code in ("FXS101", "FXS107", "FXS402", "FXS405")
+    assert run.targets[target]["status"] == "error" or code in ("FXS101", "FXS107", "FXS402")
     return found[0]
 
 
@@ -208,16 +208,11 @@ def test_missing_module(faults):
 
 
 def test_constructor_raises(faults):
-    """fxscope built the class on its own (no factory): a constructor that raises means it needs
-    arguments fxscope does not know, FXS405 info at the class with the exception in the message,
-    not an error (FXS401 is for the user's own factories)."""
     root, run = faults
-    finding = only(run, "faults.py::RaisingInit", "FXS405")
-    line = next(i for i, text in enumerate((root / "faults.py").read_text().splitlines(), 1)
-                if text.strip().startswith("class RaisingInit"))
-    assert (finding["file"], finding["line"], finding["severity"]) == ("faults.py", line, "info")
-    assert "ValueError: cannot build this" in finding["message"]
-    assert run.targets["faults.py::RaisingInit"]["status"] == "skipped"
+    finding = only(run, "faults.py::RaisingInit", "FXS401")
+    line, column = locate(root, "faults.py", "MARK raise", "raise")
+    assert (finding["file"], finding["line"]) == ("faults.py", line)
+    assert "cannot build this" in finding["message"]
 
 
 def test_hang_times_out_where_it_was_stuck(faults):

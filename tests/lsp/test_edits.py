@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from fxscope.lsp.edits import (add_to_config_list, apply, enclosing_function, factory_stub, module_name,
+from fxscope.lsp.edits import (add_to_config_list, apply, enclosing_function, module_name,
                                replace_int_shape, replace_len, suppress)
 
 MODELS = Path(__file__).resolve().parent.parent / "models"
@@ -116,19 +116,3 @@ def test_module_name():
     assert module_name(Path("/elsewhere/m.py"), [root]) is None
 
 
-def test_factory_stub_on_a_real_class(tmp_path):
-    model = ("import torch\nfrom torch import nn\n\n\nclass MyBlock(nn.Module):\n"
-             "    def __init__(self, dim, heads):\n        super().__init__()\n"
-             "        self.lin = nn.Linear(dim, dim)\n\n    def forward(self, x):\n        return self.lin(x)\n")
-    py = '[project]\nname = "demo"\n\n[tool.fxscope]\ntimeout = 5\n'
-    py_edit, model_edit = factory_stub(py, model, "pkg.block", "MyBlock", ["dim", "heads"])
-    new_py, new_model = apply(py, [py_edit]), apply(model, [model_edit])
-    target = tomllib.loads(new_py)["tool"]["fxscope"]["targets"]["my-block"]
-    assert target == {"factory": "pkg.block:build_my_block"}
-    tree = ast.parse(new_model)
-    func = tree.body[-1]
-    assert isinstance(func, ast.FunctionDef) and func.name == "build_my_block"
-    assert "return MyBlock(dim=..., heads=...)" in new_model
-    assert new_model.startswith(model)
-    assert factory_stub(new_py, model, "pkg.block", "MyBlock", ["dim"]) is None  # target exists
-    assert factory_stub(py, new_model, "pkg.block", "MyBlock", ["dim"]) is None  # function exists

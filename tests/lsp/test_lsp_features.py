@@ -20,9 +20,9 @@ from torch import nn
 
 
 class Scaled(nn.Module):
-    def __init__(self, dim, scale=2.0):
+    def __init__(self, secret, scale=2.0):  # a name that says nothing: fxscope cannot build it
         super().__init__()
-        self.proj = nn.Linear(dim, dim)
+        self.proj = nn.Linear(secret, secret)
         self.scale = scale
 
     def forward(self, x):
@@ -206,17 +206,17 @@ async def test_each_code_action_applies(client: LanguageClient, tmp_path):
     fixed = _apply(actions["Replace with `x.size(1)` (stays a traced value)"], {uri(ipath): itext})[uri(ipath)]
     assert fixed.split("\n")[line - 1] == "        steps = x.size(1)  # FXS104 int-shape"
 
-    # FXS405: a factory in pyproject.toml and a build function in the model file
+    # FXS405: a target in pyproject.toml and a template factory in fxscope_targets.py
     npath = await _ready(client, root, "needs_args.py", "FXS405")
     ntext = open_doc(client, npath)
     line0 = next(i for i, l in enumerate(ntext.split("\n")) if l.startswith("class Scaled"))
     actions = await _actions(client, npath, line0)
-    factory = next(a for t, a in actions.items() if t.startswith("Configure a factory"))
-    out = _apply(factory, {**files, uri(npath): ntext})
+    factory = next(a for t, a in actions.items() if t.startswith("Create an fxscope target for `Scaled`"))
+    out = _apply(factory, files)
     target = tomllib.loads(out[py_uri])["tool"]["fxscope"]["targets"]["scaled"]
-    assert target == {"factory": "needs_args:build_scaled"}
-    tree = ast.parse(out[uri(npath)])
-    assert tree.body[-1].name == "build_scaled" and "Scaled(dim=...)" in out[uri(npath)]
+    assert target == {"factory": "fxscope_targets:build_scaled"}
+    tree = ast.parse(out[uri(root / "fxscope_targets.py")])
+    assert tree.body[-1].name == "build_scaled" and "Scaled(secret=...)" in out[uri(root / "fxscope_targets.py")]
 
 
 async def test_commands_and_progress(client: LanguageClient, tmp_path):

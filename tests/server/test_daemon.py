@@ -20,7 +20,7 @@ from engine_support import DAEMON, cli_env, new_marker, processes_with_marker, r
 
 TESTS = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(TESTS / "faults"))
-from procs import alive, wait_gone  # noqa: E402
+from procs import wait_gone  # noqa: E402
 
 pytestmark = [pytest.mark.requires_torch, pytest.mark.slow]
 

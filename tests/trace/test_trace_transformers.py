@@ -8,7 +8,6 @@ import json
 import os
 
 import pytest
-import torch
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 transformers = pytest.importorskip("transformers")

@@ -12,16 +12,12 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable
 
 from fxscope.engine.results import TargetResult
-from fxscope.model.recipe import Recipe
 from fxscope.project.config import Config
-from fxscope.project.discovery import Target
-from fxscope.report.factories import (FactoryPlan, configured_targets, factories_text, plan_factory, target_name,
-                                      targets_text)
+from fxscope.report.factories import FactoryPlan, configured_targets, factories_text, plans_from_results, targets_text
 
-__all__ = ["InitResult", "init_workspace", "plans_from_results"]
+__all__ = ["InitResult", "init_workspace"]
 
 
 @dataclass(frozen=True)
@@ -34,33 +30,6 @@ class InitResult:
     templates: list[FactoryPlan]
     factories_added: str
     targets_added: str
-
-
-def plans_from_results(results: Iterable[TargetResult]) -> list[FactoryPlan]:
-    """One plan per class result worth pinning: built from a recipe (not from its defaults), or
-    not built at all (FXS405) and not covered by another target. Two classes of one name in
-    different modules get their module's name in front of the target name."""
-    chosen: list[tuple[Target, Recipe | None]] = []
-    for r in sorted(results, key=lambda r: r.target.id):
-        t, outcome = r.target, r.outcome
-        if t.kind != "class" or not t.module or outcome.covered_by:
-            continue
-        recipe = outcome.build
-        if recipe is not None and recipe.kind != "defaults" and outcome.status != "skipped":
-            chosen.append((t, recipe))
-        elif outcome.status == "skipped" and any(f.code == "FXS405" for f in outcome.findings):
-            chosen.append((t, None))
-    names: dict[str, int] = {}
-    for t, _ in chosen:
-        names[target_name(t.qualname or "")] = names.get(target_name(t.qualname or ""), 0) + 1
-    plans = []
-    for t, recipe in chosen:
-        name = target_name(t.qualname or "")
-        module, qualname = t.module or "", t.qualname or ""
-        if names[name] > 1:
-            name = f"{target_name(module.rpartition('.')[2])}-{name}"
-        plans.append(plan_factory(qualname, module, recipe, t.required_args, name=name))
-    return plans
 
 
 def init_workspace(root: Path, config: Config, results: list[TargetResult], *, module: str = "fxscope_targets",

@@ -7,7 +7,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -97,12 +97,21 @@ def covered_by_factory(results: Sequence[TargetResult]) -> dict[str, str]:
     return roots
 
 
+def _needs_arguments(result: TargetResult) -> bool:
+    """A class target fxscope did not build from its constructor's defaults (it needed arguments:
+    found, guessed, or not at all)."""
+    build = result.outcome.build
+    return result.target.needs_args or result.outcome.status == "skipped" or (
+        build is not None and build.kind != "defaults")
+
+
 def drop_covered_skips(results: Sequence[TargetResult]) -> list[TargetResult]:
     """``results`` where a class target is covered by another target:
 
-    - a class whose model a configured factory target built is the factory's to report: its own
-      automatic build (from defaults or a recipe) becomes ``skipped`` with no findings, and says
-      which factory covers it (``covered_by``);
+    - a class that needs arguments, whose model a configured factory target built, is the
+      factory's to report: its own automatic build (arguments fxscope found or guessed) becomes
+      ``skipped`` with no findings, and says which factory covers it (``covered_by``); a class
+      built from its own defaults stays a target of its own;
     - the FXS405 of a class that could not be built on its own is removed when another target
       reached that class (a factory built it, or it is a module instance inside a traced model):
       it was checked after all.
@@ -113,7 +122,7 @@ def drop_covered_skips(results: Sequence[TargetResult]) -> list[TargetResult]:
     out = []
     for r in results:
         kind = class_type(r.target)
-        if kind is not None and kind in factories:
+        if kind is not None and kind in factories and _needs_arguments(r):
             if r.outcome.findings or r.outcome.status != "skipped":
                 r = replace(r, outcome=replace(r.outcome, status="skipped", findings=(),
                                                covered_by=factories[kind]))

@@ -1,12 +1,12 @@
 """Quick fixes for findings, each a real edit (the text transforms live in :mod:`fxscope.lsp.edits`):
 suppress with ``# fxscope: ignore[CODE]``; add the failing module's class to ``leaf-modules`` or
 the failing function to ``wrap-functions`` in pyproject.toml; ``len(x)`` -> ``x.size(0)``;
-``int(x.shape[i])`` -> ``x.size(i)``; a factory for a class that needs constructor arguments.
+``int(x.shape[i])`` -> ``x.size(i)``; *Create an fxscope target* for a class fxscope built from a
+recipe or could not build (its factory and target table, as ``fxscope init`` writes them).
 """
 
 from __future__ import annotations
 
-import ast
 import logging
 from collections.abc import Sequence
 from pathlib import Path
@@ -20,6 +20,7 @@ from fxscope.lsp.diagnostics import SOURCE, resolve_file
 from fxscope.lsp.positions import PositionEncoder, split_lines
 from fxscope.lsp.workspaces import Folder, path_to_uri, uri_to_path
 from fxscope.model import Finding, Location
+from fxscope.report.factories import factories_text, targets_text
 
 __all__ = ["register", "CodeActionFeature", "text_edit"]
 
@@ -40,26 +41,8 @@ def _shown(finding: Finding, root: Path, path: Path) -> Location | None:
     return finding.primary if resolve_file(root, finding.primary.file) == path else None
 
 
-def _class_at(text: str, line: int) -> tuple[str, list[str]] | None:
-    """(class name, required constructor arguments) of the class defined at ``line``."""
-    try:
-        tree = ast.parse(text)
-    except (SyntaxError, ValueError):
-        return None
-    for node in ast.walk(tree):
-        if isinstance(node, ast.ClassDef) and node.lineno <= line <= (node.end_lineno or node.lineno) \
-                and (node.lineno == line or any(d.lineno == line for d in node.decorator_list)):
-            required: list[str] = []
-            for item in node.body:
-                if isinstance(item, ast.FunctionDef) and item.name == "__init__":
-                    a = item.args
-                    positional = [*a.posonlyargs, *a.args][1:]
-                    n_default = len(a.defaults)
-                    required = [p.arg for p in positional[: len(positional) - n_default]]
-                    required += [k.arg for k, d in zip(a.kwonlyargs, a.kw_defaults) if d is None]
-            return node.name, required
-    return None
-
+#: The module ``fxscope init`` and the action write factories to (in the first python-path directory).
+FACTORIES_MODULE = "fxscope_targets"
 
 _PerFile = dict[Path, tuple[list[str], list[edits.Edit], bool]]
 
@@ -151,7 +134,7 @@ class CodeActionFeature:
         code = finding.code
         out: list[types.CodeAction | None] = [self._rewrite(path, text, finding, diagnostic)]
         if code == "FXS405":
-            out.append(self._factory_action(folder, path, text, shown.line, diagnostic))
+            out.append(self.target_action(folder, path, shown.line, diagnostic))
         if code in _ERROR_CODES_FOR_LEAF:
             scope = next((s for s in finding.scopes if s.path), None)
             if scope is not None:
@@ -178,22 +161,30 @@ class CodeActionFeature:
                                       f"Record `{func}` as one node: add it to wrap-functions in pyproject.toml",
                                       diagnostic)
 
-    def _factory_action(self, folder: Folder, path: Path, text: str, line: int,
-                        diagnostic: types.Diagnostic | None) -> types.CodeAction | None:
-        found = _class_at(text, line)
-        module = edits.module_name(path, self.ctx.python_path(folder))
-        if found is None or module is None:
+    def target_action(self, folder: Folder, path: Path, line: int,
+                      diagnostic: types.Diagnostic | None) -> types.CodeAction | None:
+        """*Create an fxscope target for `Net`*: ``fxscope init`` for the class at ``line``: its
+        factory (the build fxscope inferred, or a template with the constructor's parameters) in
+        ``fxscope_targets.py`` in the first python-path directory, and its target table in
+        pyproject.toml. Nothing when both exist already."""
+        plan = folder.workspace.factory_plan(path, line)
+        if plan is None:
             return None
-        name, required = found
+        directories = self.ctx.python_path(folder) or [folder.root]
+        factories = directories[0] / f"{FACTORIES_MODULE}.py"
         pyproject = folder.root / "pyproject.toml"
-        py_text = self._text(pyproject)
-        stub = edits.factory_stub(py_text, text, module, name, required)
-        if stub is None:
+        fac_text, py_text = self._text(factories), self._text(pyproject)
+        functions = factories_text(fac_text or "", [plan])
+        tables = targets_text(py_text or "", [plan], FACTORIES_MODULE, comment_templates=False)
+        if not functions and not tables:
             return None
-        py_edit, model_edit = stub
-        return self._action(f"Configure a factory for `{name}` (pyproject.toml and a build function)",
-                            diagnostic, {pyproject: (split_lines(py_text or ""), [py_edit], py_text is None),
-                                         path: (split_lines(text), [model_edit], False)})
+        per_file: _PerFile = {}
+        if functions:
+            per_file[factories] = (split_lines(fac_text or ""), [edits.append_text(fac_text, functions)], fac_text is None)
+        if tables:
+            per_file[pyproject] = (split_lines(py_text or ""), [edits.append_text(py_text, tables)], py_text is None)
+        how = f"built {plan.provenance}" if plan.provenance else "a template to fill in"
+        return self._action(f"Create an fxscope target for `{plan.class_name}` ({how})", diagnostic, per_file)
 
     def code_actions(self, params: types.CodeActionParams) -> list[types.CodeAction] | None:
         only = params.context.only
@@ -226,6 +217,11 @@ class CodeActionFeature:
                 out.extend(self.actions_for(folder, path, text, finding, shown, match))
             except Exception:
                 log.exception("code actions for %s at %s:%s failed", finding.code, path, shown.line)
+        for summary in folder.workspace.classes_in(path):  # classes fxscope built from a recipe
+            if summary.provenance and first <= summary.line <= last and ("FXS405", summary.line) not in seen:
+                action = self.target_action(folder, path, summary.line, None)
+                if action is not None:
+                    out.append(action)
         return out
 
 

@@ -33,7 +33,15 @@ def _plural(n: int, word: str) -> str:
 
 
 def lens_title(summary: ClassSummary, untraceable_lines: int) -> str:
-    """The one-line summary of a class."""
+    """The one-line summary of a class, and how fxscope built it when it did so on its own from
+    something other than its defaults (``traced · 42 nodes · built as in README.md:42``)."""
+    title = _status_title(summary, untraceable_lines)
+    if summary.provenance:
+        title += f" · built {summary.provenance}"
+    return title
+
+
+def _status_title(summary: ClassSummary, untraceable_lines: int) -> str:
     status = summary.status
     if status == "traced":
         parts = ["traced", _plural(summary.nodes, "node")]
@@ -44,6 +52,8 @@ def lens_title(summary: ClassSummary, untraceable_lines: int) -> str:
         if untraceable_lines:
             return f"partial · {_plural(untraceable_lines, 'untraceable line')}"
         return f"partial · {_plural(summary.nodes, 'node')} · a failing submodule kept as a leaf"
+    if status == "skipped" and summary.reason and summary.reason.startswith("built by the factory target"):
+        return f"traced: {summary.reason}"
     if status == "skipped":
         return "not traced: needs constructor arguments (configure a factory)"
     if status == "pending":

@@ -24,8 +24,8 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-__all__ = ["Edit", "apply", "suppress", "replace_len", "replace_int_shape", "add_to_config_list",
-           "factory_stub", "module_name", "enclosing_function"]
+__all__ = ["Edit", "append_text", "apply", "suppress", "replace_len", "replace_int_shape", "add_to_config_list",
+           "module_name", "enclosing_function"]
 
 _SUPPRESS = re.compile(r"#\s*fxscope\s*:\s*ignore(?![\w-])(\s*\[([^\]]*)\])?", re.IGNORECASE)
 
@@ -321,48 +321,15 @@ def _combine(lines: list[str], *inserts: tuple[int, int, str]) -> Edit:
     return Edit(l0, c0, l1, c1, apply(region, relative))
 
 
-def factory_stub(pyproject_text: str | None, model_text: str, module: str, class_name: str,
-                 required: Sequence[str]) -> tuple[Edit, Edit] | None:
-    """Edits that configure a factory for ``class_name`` (FXS405): a ``[tool.fxscope.targets.NAME]``
-    table in pyproject.toml and a ``build_NAME()`` function at the end of the model file, calling
-    the constructor with each required argument left as ``...`` for the user to fill in. None when
-    a target of that name or a function of that name already exists.
+def append_text(text: str | None, addition: str) -> Edit:
+    """The edit that appends ``addition`` at the end of ``text`` (None or empty: a new file).
 
-    >>> py, model = factory_stub("", "class Net:\\n    pass\\n", "pkg.net", "Net", ["dim"])
-    >>> print(apply("", [py]), end="")
-    [tool.fxscope.targets.net]
-    factory = "pkg.net:build_net"
+    >>> apply("a\\nb", [append_text("a\\nb", "c\\n")])
+    'a\\nbc\\n'
     """
-    name = re.sub(r"(?<=[a-z0-9])([A-Z])", r"-\1", class_name).lower().strip("-_") or "model"
-    func = "build_" + name.replace("-", "_")
-    table = f"[tool.fxscope.targets.{name}]\nfactory = {_toml_string(f'{module}:{func}')}\n"
-    if pyproject_text is not None and pyproject_text.strip():
-        try:
-            data = tomllib.loads(pyproject_text)
-        except tomllib.TOMLDecodeError:
-            return None
-        if name in data.get("tool", {}).get("fxscope", {}).get("targets", {}):
-            return None
-        lines = _lines(pyproject_text)
-        last = len(lines)
-        sep = "\n" if lines[-1].strip() else ""
-        blank = "\n" if (lines[-1].strip() or (last > 1 and lines[-2].strip())) else ""
-        py_edit = Edit(last, len(lines[-1]) + 1, last, len(lines[-1]) + 1, f"{sep}{blank}{table}")
-    elif pyproject_text is None:
-        py_edit = Edit(1, 1, 1, 1, table)
-    else:
-        lines = _lines(pyproject_text)
-        py_edit = Edit(1, 1, len(lines), len(lines[-1]) + 1, table)
-    if re.search(rf"^(async\s+)?def\s+{func}\s*\(", model_text, re.M):
-        return None
-    args = ", ".join(f"{a}=..." for a in required)
-    lines = _lines(model_text)
+    lines = _lines(text or "")
     last = len(lines)
-    trailing = len(model_text) - len(model_text.rstrip("\n"))
-    lead = "\n" * max(0, 3 - trailing) if model_text.strip() else ""
-    body = (f'{lead}def {func}():\n    """Build `{class_name}` for fxscope: replace each `...` with a real value."""\n'
-            f"    return {class_name}({args})\n")
-    return py_edit, Edit(last, len(lines[-1]) + 1, last, len(lines[-1]) + 1, body)
+    return Edit(last, len(lines[-1]) + 1, last, len(lines[-1]) + 1, addition)
 
 
 def module_name(file: Path, python_path: Sequence[Path]) -> str | None:

@@ -129,6 +129,8 @@ def class_markdown(summary: ClassSummary, target_status: dict[str, str], markdow
     if summary.leaf_children:
         lines.append("- leaf children: " + ", ".join(f"{tick}{c}{tick}" for c in summary.leaf_children))
     lines.append(f"- findings: {summary.findings}")
+    if summary.build:
+        lines.append(f"- built as {tick}{summary.build}{tick} {summary.provenance or ''}".rstrip())
     if summary.reason:
         lines.append(f"- {summary.reason}")
     return "\n".join(lines)

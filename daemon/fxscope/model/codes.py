@@ -140,8 +140,10 @@ _TABLE = [
     Code(
         "FXS405", "needs-constructor-args", "info",
         "The class needs constructor arguments and no factory is configured",
-        "Add a target with a factory that builds it: `[tool.fxscope.targets.NAME] factory = "
-        "\"pkg.module:build\"`, returning a module or (module, concrete_args).",
+        "`fxscope init` writes a factory for it to fill in (or add a target with a factory that builds it: "
+        "`[tool.fxscope.targets.NAME] factory = \"pkg.module:build\"`, returning a module or "
+        "(module, concrete_args)); a README example or test that constructs it with literal arguments "
+        "lets fxscope build it on its own.",
     ),
     Code(
         "FXS406", "built-on-cpu", "info",

@@ -93,7 +93,9 @@ class ClassSummary:
     ``targets``: ids of the targets that trace it (its own, and models containing it);
     ``instances``: module paths where it occurs in those models; ``leaf_children``: its
     submodules kept as leaves; ``findings``: how many findings lie in its file and line range;
-    ``reason``: why it was skipped or failed, when it was."""
+    ``reason``: why it was skipped or failed, when it was; ``build`` and ``provenance``: how
+    fxscope built its target on its own (``ViT(dim=64)``, ``as in README.md:42``), when it did so
+    from something other than the constructor's defaults."""
 
     file: str
     line: int
@@ -106,6 +108,8 @@ class ClassSummary:
     leaf_children: tuple[str, ...] = ()
     findings: int = 0
     reason: str | None = None
+    build: str | None = None
+    provenance: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-able dict of every field."""
@@ -113,7 +117,7 @@ class ClassSummary:
                 "type_name": self.type_name, "targets": list(self.targets), "status": self.status,
                 "nodes": self.nodes, "instances": list(self.instances),
                 "leaf_children": list(self.leaf_children), "findings": self.findings,
-                "reason": self.reason}
+                "reason": self.reason, "build": self.build, "provenance": self.provenance}
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> ClassSummary:
@@ -125,6 +129,7 @@ class ClassSummary:
             instances=tuple(data.get("instances") or ()),
             leaf_children=tuple(data.get("leaf_children") or ()),
             findings=int(data.get("findings", 0)), reason=data.get("reason"),
+            build=data.get("build"), provenance=data.get("provenance"),
         )
 
 

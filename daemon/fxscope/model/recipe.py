@@ -262,7 +262,7 @@ class Recipe:
         return cls(expr, kind, file, line, text)
 
 
-def render_python(expr: Expr, *, local_module: str | None = None) -> tuple[str, list[str], list[str]]:
+def render_python(expr: Expr, *, local_module: str | None = None) -> tuple[list[str], str, list[str]]:
     """Python source for a resolved expression: the statements to run first (an object whose
     attributes are set after it is made), the expression, and the import lines it needs (names of
     ``local_module`` are used as they are: the code goes into that module).

@@ -200,20 +200,20 @@ class _Converter:
             return DictExpr(tuple((self.expr(k), self.expr(v)) for k, v in zip(node.keys, node.values)
                                   if k is not None))
         if isinstance(node, ast.Name):
-            known, value, imported = self.scope.lookup(node.id)
+            known, bound, imported = self.scope.lookup(node.id)
             if known and imported is None:
-                if value is None:
+                if bound is None:
                     raise _Unsafe(node.id)
-                return value
+                return bound
             return RefExpr(self.ref([node.id]))
         if isinstance(node, ast.Attribute):
             parts = _dotted_parts(node)
             if parts is None:
                 raise _Unsafe("attribute")
             if len(parts) == 2:
-                known, value, imported = self.scope.lookup(parts[0])
+                known, bound, imported = self.scope.lookup(parts[0])
                 if known and imported is None:  # `args.dim` of a namespace bound in the snippet
-                    return _attribute_of(value, parts[1])
+                    return _attribute_of(bound, parts[1])
             return RefExpr(self.ref(parts))
         if isinstance(node, ast.Call):
             if isinstance(node.func, ast.Attribute) and node.func.attr in _MOVES:

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Iterable
 
 from fxscope.model.recipe import RECIPE_KINDS, Call, DictExpr, Expr, Lit, Recipe, Ref, RefExpr, Seq, Setattrs, render_python
 
-from ._summary import is_markdown
+from ._summary import ClassInfo, is_markdown
 
 if TYPE_CHECKING:
     from .discovery import _Workspace
@@ -131,7 +131,7 @@ class RecipeIndex:
         words = [self._words(p) for p in required]
         if not all(words):
             return []
-        calls = []
+        calls: list[tuple[Call, str, int]] = []
         for pick in (0, 1):
             chosen = [w[min(pick, len(w) - 1)] for w in words]
             call = Call(ref, kwargs=tuple((p, w[0]) for p, w in zip(required, chosen)))
@@ -269,7 +269,7 @@ class RecipeIndex:
             return None
         return Call(self._class_ref(key, ()), kwargs=tuple((p, v) for p, v in zip(required, values) if v is not None))
 
-    def _info(self, key: _ClassKey):  # type: ignore[no-untyped-def]
+    def _info(self, key: _ClassKey) -> ClassInfo:
         return self.ws.summaries[key.rel].classes[key.name]
 
     def _values_for(self, key: _ClassKey, annotation: str) -> list[tuple[Expr, str]]:

@@ -29,14 +29,17 @@ import sys
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
+from fxscope.engine.results import TargetResult
 from fxscope.model.recipe import Call, Recipe, Ref, render_python
+from fxscope.project.discovery import Target
 
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover
     import tomli as tomllib
 
-__all__ = ["FactoryPlan", "factories_text", "plan_factory", "target_name", "targets_text"]
+__all__ = ["FactoryPlan", "configured_targets", "factories_text", "plan_factory", "plans_from_results", "target_name",
+           "targets_text"]
 
 
 def target_name(class_name: str) -> str:
@@ -88,7 +91,7 @@ def plan_factory(class_name: str, module: str, recipe: Recipe | None, required: 
         prelude, code, imports = render_python(recipe.expr)
         return FactoryPlan(name, function, class_name, code, tuple(imports), recipe.provenance(), False,
                            tuple(prelude))
-    args = ", ".join(f"{a.lstrip('*')}=..." for a in required if not a.startswith("<"))
+    args = ", ".join(f"{a}=..." for a in required if a.isidentifier())  # not *args, **kwargs, <inherited>
     _, code, imports = render_python(Call(Ref(module, (class_name,))))
     return FactoryPlan(name, function, class_name, code.replace("()", f"({args})"), tuple(imports), None, True)
 
@@ -125,16 +128,18 @@ def configured_targets(pyproject: str) -> set[str]:
     return names | set(data.get("tool", {}).get("fxscope", {}).get("targets", {}))
 
 
-def targets_text(pyproject: str, plans: Iterable[FactoryPlan], factories_module: str) -> str:
+def targets_text(pyproject: str, plans: Iterable[FactoryPlan], factories_module: str, *,
+                 comment_templates: bool = True) -> str:
     """What to append to ``pyproject.toml`` (text ``pyproject``): a target table per plan whose
-    name is not configured yet; a template's table is commented out."""
+    name is not configured yet; a template's table is commented out unless ``comment_templates``
+    is false (the editor's action on one class, whose user fills the template in at once)."""
     known = configured_targets(pyproject)
     tables = []
     for plan in plans:
         if plan.name in known:
             continue
         table = f"[tool.fxscope.targets.{plan.name}]\nfactory = \"{factories_module}:{plan.function}\"\n"
-        if plan.template:
+        if plan.template and comment_templates:
             table = (f"# {plan.class_name}: fill in {plan.function} in {factories_module}.py, then uncomment\n"
                      + "".join(f"# {line}\n" for line in table.splitlines()))
         tables.append(table)
@@ -142,3 +147,30 @@ def targets_text(pyproject: str, plans: Iterable[FactoryPlan], factories_module:
         return ""
     lead = "" if not pyproject.strip() else ("\n" if pyproject.endswith("\n") else "\n\n")
     return lead + "\n".join(tables)
+
+
+def plans_from_results(results: Iterable[TargetResult]) -> list[FactoryPlan]:
+    """One plan per class result worth pinning: built from a recipe (not from its defaults), or
+    not built at all (FXS405) and not covered by another target. Two classes of one name in
+    different modules get their module's name in front of the target name."""
+    chosen: list[tuple[Target, Recipe | None]] = []
+    for r in sorted(results, key=lambda r: r.target.id):
+        t, outcome = r.target, r.outcome
+        if t.kind != "class" or not t.module or outcome.covered_by:
+            continue
+        recipe = outcome.build
+        if recipe is not None and recipe.kind != "defaults" and outcome.status != "skipped":
+            chosen.append((t, recipe))
+        elif outcome.status == "skipped" and any(f.code == "FXS405" for f in outcome.findings):
+            chosen.append((t, None))
+    names: dict[str, int] = {}
+    for t, _ in chosen:
+        names[target_name(t.qualname or "")] = names.get(target_name(t.qualname or ""), 0) + 1
+    plans = []
+    for t, recipe in chosen:
+        name = target_name(t.qualname or "")
+        module, qualname = t.module or "", t.qualname or ""
+        if names[name] > 1:
+            name = f"{target_name(module.rpartition('.')[2])}-{name}"
+        plans.append(plan_factory(qualname, module, recipe, t.required_args, name=name))
+    return plans

@@ -20,7 +20,7 @@ from collections.abc import Callable
 
 from fxscope.session.clock import Clock, Timer
 from fxscope.session.data import ProgressEvent
-from fxscope.session.plans import RoundControl, RoundPlan, RoundSource, SchedulerCounts
+from fxscope.session.plans import RoundPlan, RoundSource, SchedulerCounts
 
 __all__ = ["Scheduler"]
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import threading
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from fxscope.cache import hash_json
@@ -56,6 +56,7 @@ class ResultStore:
         self._file_errors: dict[str, tuple[Finding, ...]] = {}  # file -> FXS402 of the discovery
         self._classes: dict[str, str] = {}  # class target -> its class type
         self._skipped: set[str] = set()  # class targets that were not built
+        self._guessed: set[str] = set()  # class targets not built from their defaults
         self._built: Counter[str] = Counter()  # root types built by factory targets
         self._reached: Counter[str] = Counter()  # types whose forward some result traced
         self._nodes = NodeIndex()
@@ -142,6 +143,8 @@ class ResultStore:
             self._classes[target.id] = kind
             if outcome.status == "skipped":
                 self._skipped.add(target.id)
+            if not _built_from_defaults(stored.result):
+                self._guessed.add(target.id)
         if target.kind == "factory" and outcome.root_type:
             self._built[outcome.root_type] += 1
         self._reached.update(m.type for m in outcome.modules if m.status in REACHED)
@@ -150,6 +153,7 @@ class ResultStore:
         target, outcome = stored.result.target, stored.result.outcome
         self._classes.pop(target.id, None)
         self._skipped.discard(target.id)
+        self._guessed.discard(target.id)
         if target.kind == "factory" and outcome.root_type:
             self._built[outcome.root_type] -= 1
         self._reached.subtract(m.type for m in outcome.modules if m.status in REACHED)
@@ -229,13 +233,13 @@ class ResultStore:
         return out
 
     def _covered(self, tid: str, finding: Finding) -> bool:
-        """Whether another target speaks for ``finding`` of ``tid`` (lock held): a class a
-        configured factory builds (its automatic build's findings are the factory's to report),
-        or the FXS405 of a class some trace reached."""
+        """Whether another target speaks for ``finding`` of ``tid`` (lock held): a class that
+        needs arguments and that a configured factory builds (its automatic build's findings are
+        the factory's to report), or the FXS405 of a class some trace reached."""
         kind = self._classes.get(tid)
         if kind is None:
             return False
-        if self._built[kind] > 0:
+        if self._built[kind] > 0 and tid in self._guessed:
             return True
         return finding.code == "FXS405" and tid in self._skipped and self._reached[kind] > 0
 
@@ -286,9 +290,7 @@ class ResultStore:
                                seen, pending(target.id) if target else False)
             kids = sorted({c for inst in seen for c in leaves.get((inst.target, inst.module.path), ())})
             count = sum(1 for n in lines if line <= n and (end is None or n < end))
-            out.append(ClassSummary(summary.file, summary.line, summary.qualname, summary.type_name,
-                                    summary.targets, summary.status, summary.nodes, summary.instances,
-                                    tuple(kids), count, summary.reason))
+            out.append(replace(summary, leaf_children=tuple(kids), findings=count))
         return out
 
     def graph(self, target_id: str, module: str | None, pending: bool) -> GraphView:
@@ -327,15 +329,32 @@ def _summary(file: str, line: int, names: tuple[str, str], target: Target | None
     targets = ([target.id] if target else []) + others
     reason = None
     nodes = 0
+    build = provenance = None
+    reached = [i for i in seen if i.module.status in REACHED]
     if target is not None and pending:
         status = "pending"
+    elif stored is not None and stored.result.outcome.status == "skipped" and reached:
+        status = "failed" if any(i.module.status == "failed" for i in reached) else "traced"  # through a parent
     elif stored is not None:
-        status, nodes = stored.result.outcome.status, stored.result.outcome.nodes
-        if status in ("skipped", "error", "failed"):
+        outcome = stored.result.outcome
+        status, nodes = outcome.status, outcome.nodes
+        if outcome.covered_by:
+            reason = f"built by the factory target `{outcome.covered_by}`"
+        elif status in ("skipped", "error", "failed"):
             reason = stored.findings[0].message if stored.findings else None
+        if outcome.build is not None and outcome.build.kind != "defaults" and status != "skipped":
+            build, provenance = outcome.build.text, outcome.build.provenance()
     elif seen:
         status = "failed" if any(i.module.status == "failed" for i in seen) else "traced"
     else:
         status = "not-traced"
     instances = tuple(sorted({i.module.path for i in seen}))
-    return ClassSummary(file, line, qualname, type_name, tuple(targets), status, nodes, instances, (), 0, reason)
+    return ClassSummary(file, line, qualname, type_name, tuple(targets), status, nodes, instances, (), 0, reason,
+                        build, provenance)
+
+
+def _built_from_defaults(result: TargetResult) -> bool:
+    """Whether fxscope built a class target from its constructor's defaults."""
+    build = result.outcome.build
+    return not result.target.needs_args and result.outcome.status != "skipped" and (
+        build is None or build.kind == "defaults")

@@ -36,6 +36,7 @@ from fxscope.graphview.document import GraphDocument
 from fxscope.model import ClassSummary, GraphView, NodeInfo, Report, Snapshot
 from fxscope.project.config import Config, ConfigError
 from fxscope.project.discovery import Discovery, Target
+from fxscope.report.factories import FactoryPlan, plans_from_results
 from fxscope.session.clock import Clock, MonotonicClock
 from fxscope.session.data import FileFindings, ProgressEvent, ResultsEvent, SessionSettings, WorkspaceStatus
 from fxscope.session.documents import DocumentChange, DocumentStore
@@ -270,6 +271,18 @@ class Workspace:
         holds that line (the nearest class target starting at or above it)."""
         above = [t for t in self.targets.class_targets(self._rel(self._key(path))) if t.line <= line]
         return max(above, key=lambda t: t.line).id if above else None
+
+    def factory_plan(self, path: Path, line: int) -> FactoryPlan | None:
+        """How to pin the class target defined at ``line`` of ``path`` as a configured factory
+        target (``fxscope init`` for one class): from the build fxscope used, or a template when it
+        could not build it; None for a class built from its defaults, covered by a factory, or not
+        traced yet."""
+        tid = self.target_for_class(path, line)
+        stored = self.store.get(tid) if tid is not None else None
+        if stored is None or stored.result.target.line != line:
+            return None
+        plans = plans_from_results([stored.result])
+        return plans[0] if plans else None
 
     def is_pending(self, path: Path) -> bool:
         """Whether a trace that may change the findings of ``path`` is debouncing, queued or

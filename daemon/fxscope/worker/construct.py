@@ -118,7 +118,7 @@ class _Evaluator:
     def _workspace_object(self, obj: Any) -> bool:
         module = sys.modules.get(getattr(obj, "__module__", "") or "")
         file = getattr(module, "__file__", None)
-        return bool(file) and self.is_user_file(file)
+        return isinstance(file, str) and self.is_user_file(file)
 
     def callable_allowed(self, obj: Any, ref: Ref) -> bool:
         if any(obj is allowed for allowed in _CALLABLE_VALUES):

@@ -32,6 +32,7 @@ from fxscope.model.recipe import Recipe
 from fxscope.worker.construct import AutomaticBuild
 from fxscope.worker.overlay import OverlayLoader, serve_from_source
 from fxscope.worker.touched import error_files, touched_files
+from fxscope.project.discovery import Target
 from fxscope.worker.trace_job import TraceJob
 
 ABSENT = "absent"  # the dependency "hash" of a file that must stay missing (see the engine)
@@ -211,7 +212,7 @@ def _wrap_functions(names: list[str]) -> tuple[tuple[Callable[..., Any], ...], l
     return tuple(functions), problems
 
 
-def _defaults_recipe(target: TraceJob | Any) -> Recipe:
+def _defaults_recipe(target: Target) -> Recipe:
     """``Net()`` at the class line: the build from the constructor's defaults."""
     from fxscope.model.recipe import Call, Ref
 
@@ -219,7 +220,7 @@ def _defaults_recipe(target: TraceJob | Any) -> Recipe:
                   max(target.line, 1), f"{target.qualname}()")
 
 
-def _build_class(cls: Any, target: Any, build: Callable[[Callable[[], Any]], Any],
+def _build_class(cls: Any, target: Target, build: Callable[[Callable[[], Any]], Any],
                  is_user_file: Callable[[str], bool]) -> AutomaticBuild:
     """Build a class target from its defaults (when it needs no argument) and its recipes."""
     from fxscope.worker.construct import build_automatically
@@ -237,7 +238,7 @@ def _parameterless_failure(cls: Any, automatic: AutomaticBuild) -> BaseException
     return causes[0] if len(causes) == len(automatic.attempts) == 1 else None
 
 
-def _needs_arguments(target: Any, automatic: AutomaticBuild, is_user_file: Callable[[str], bool],
+def _needs_arguments(target: Target, automatic: AutomaticBuild, is_user_file: Callable[[str], bool],
                      fallback: dict[str, Any]) -> dict[str, Any]:
     """FXS405 at the class: no candidate built (an assert on optional parameters, a constructor
     inherited past a mixin, no recipe at all); what was tried and what each raised, with the

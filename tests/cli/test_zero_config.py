@@ -18,6 +18,8 @@ from engine_support import cli_env, locate, run_check, write_tree
 from fxscope.project.config import load_config
 from fxscope.project.discovery import discover
 
+pytestmark = pytest.mark.requires_torch
+
 MARKER = "fxscope-zero-config-script-ran"
 
 WORKSPACE = {
