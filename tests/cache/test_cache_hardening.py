@@ -43,9 +43,9 @@ def test_a_5mb_file_is_parsed_once_across_processes(tmp_path, monkeypatch):
     parsed: list[int] = []
     real = workspace_state.summary_of_bytes
 
-    def counting(data: bytes, markdown: bool = False):
+    def counting(data: bytes, kind: str = "py"):
         parsed.append(len(data))
-        return real(data, markdown=markdown)
+        return real(data, kind=kind)
 
     monkeypatch.setattr(workspace_state, "summary_of_bytes", counting)
     config = load_config(root)

@@ -117,7 +117,7 @@ def test_blocking_preload_is_one_config_error_and_leaves_no_process(tmp_path):
     root = tmp_path / "ws"
     write_tree(root, {
         "pyproject.toml": '[tool.fxscope]\npreload = ["slow_start"]\n',
-        "slow_start.py": "import time\nwhile True:\n    time.sleep(0.1)\n",
+        "slow_start.py": "import time\ntime.sleep(3600)\n",  # a top-level loop would make it a script, skipped
         "healthy.py": HEALTHY,
         "other.py": HEALTHY.replace("Healthy", "Other"),
     })

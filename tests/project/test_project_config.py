@@ -44,7 +44,7 @@ def test_defaults_without_pyproject(tmp_path: Path) -> None:
     config = load_config(tmp_path)
     assert config.root == tmp_path.resolve()
     assert config.source is None
-    assert config.include == ("**/*.py",)
+    assert config.include == ("**/*.py", "**/*.ipynb")
     assert config.exclude == DEFAULT_EXCLUDE
     assert config.python_path == (tmp_path.resolve(),)
     assert config.auto_targets is True

@@ -30,7 +30,7 @@ from fxscope import __version__
 from fxscope.cache import FileHasher, ResultCache, hash_bytes, hash_json
 from fxscope.project.config import Config
 from fxscope.project.discovery import Discovery, discover
-from fxscope.project._summary import SUMMARY_FORMAT, Summary, is_markdown, summary_of_bytes
+from fxscope.project._summary import SUMMARY_FORMAT, Summary, file_kind, summary_of_bytes
 from fxscope.project.files import is_racy, workspace_rels
 
 __all__ = ["WorkspaceState"]
@@ -115,7 +115,7 @@ class WorkspaceState:
                 data = path.read_bytes()
             except OSError:
                 return None
-            summary = summary_of_bytes(data, markdown=is_markdown(rel))
+            summary = summary_of_bytes(data, kind=file_kind(rel))
             actual = _kind(rel) + hash_bytes(data)  # what was parsed, even if the file changed since its stat
             self._memory[actual] = summary
             new[actual] = summary.to_json()
@@ -138,6 +138,7 @@ class WorkspaceState:
 
 
 def _kind(path: str) -> str:
-    """The prefix of a summary's key: a Markdown file and a Python file of the same bytes have
-    different summaries."""
-    return "md:" if is_markdown(path) else ""
+    """The prefix of a summary's key: a Markdown file, a notebook and a Python file of the same
+    bytes have different summaries."""
+    kind = file_kind(path)
+    return "" if kind == "py" else f"{kind}:"

@@ -153,6 +153,15 @@ _TABLE = [
         "parameters), or set `device = \"cpu\"` to skip the meta attempt.",
     ),
     Code(
+        "FXS407", "uses-skipped-statement", "info",
+        "The class uses a name that a statement fxscope does not run would set",
+        "fxscope imports a notebook (or a script whose top level runs work) without running its work: "
+        "only imports, definitions and assignments of literals or configuration objects run; loops, "
+        "calls, data loading and IPython magics are skipped. The class reads a name such a statement "
+        "sets, so fxscope does not build it. Set the name with a literal, pass it as a constructor "
+        "argument, or configure a factory that builds the model.",
+    ),
+    Code(
         "FXS501", "shape-specialised", "info",
         "Shape-aware tracing specialised the graph on a shape",
         "With example inputs (`inputs` of a target), a question about a shape (`x.size(0)`, "

@@ -12,6 +12,8 @@ root-relative (posix) inside the workspace and absolute outside it (``outside``)
 'small'
 >>> Scope.from_json({"path": "blocks.0", "type": "m.Block"}).to_json()
 {'path': 'blocks.0', 'type': 'm.Block'}
+>>> Location.from_json({"file": "nb.ipynb", "cell": 3, "line": 2}).to_json()
+{'file': 'nb.ipynb', 'line': 2, 'cell': 3}
 """
 
 from __future__ import annotations
@@ -38,7 +40,11 @@ class Location:
     """A 1-based source range (code-point columns; ``end_column`` is exclusive, as in
     ``co_positions`` + 1). ``message`` is set on call-chain entries (``related``: what the line
     is doing), and ``target`` on those of a finding merged across targets whose call chains
-    differ (the target whose chain the entry belongs to; see :meth:`related_from_json`)."""
+    differ (the target whose chain the entry belongs to; see :meth:`related_from_json`).
+
+    In a Jupyter notebook, lines count the notebook's code lines (its code cells one after the
+    other) until a front end maps them to a ``cell`` (1-based, over all cells) and the lines of
+    that cell (``fxscope.report.notebooks``); the report shows them mapped."""
 
     file: str
     line: int
@@ -47,11 +53,12 @@ class Location:
     end_column: int | None = None
     message: str | None = None
     target: str | None = None
+    cell: int | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The schema ``location`` dict (None fields omitted)."""
         out: dict[str, Any] = {"file": self.file, "line": self.line}
-        for key in ("column", "end_line", "end_column", "message", "target"):
+        for key in ("column", "end_line", "end_column", "message", "target", "cell"):
             value = getattr(self, key)
             if value is not None:
                 out[key] = value
@@ -68,6 +75,7 @@ class Location:
             end_line=_opt_int(data.get("end_line")),
             end_column=_opt_int(data.get("end_column")),
             message=str(message) if message is not None else None,
+            cell=_opt_int(data.get("cell")),
         )
 
     @classmethod

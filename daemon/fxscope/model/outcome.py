@@ -13,7 +13,7 @@ the report.
 ...      "inputs": ["x"], "file": "m.py", "line": 6}]}], "files": {"m.py": "ab12"}}
 >>> out = TargetOutcome.from_json(body, target="m.py::Net")
 >>> out.status, out.modules[0].location, [n.name for n in out.graphs[0].nodes]
-('traced', Location(file='m.py', line=3, column=None, end_line=None, end_column=None, message=None, target=None), ['x', 'relu'])
+('traced', Location(file='m.py', line=3, column=None, end_line=None, end_column=None, message=None, target=None, cell=None), ['x', 'relu'])
 >>> out.graphs[0].nodes[1].target_id, out.to_json()["graphs"] == body["graphs"]
 ('m.py::Net', True)
 """
@@ -40,6 +40,11 @@ MODULE_STATUSES = ("traced", "leaf", "failed", "unvisited")
 _NO_FILES: Mapping[str, str] = MappingProxyType({})
 
 
+def _cell(data: Mapping[str, Any]) -> int | None:
+    cell = data.get("cell")
+    return cell if isinstance(cell, int) and not isinstance(cell, bool) else None
+
+
 @dataclass(frozen=True, slots=True)
 class ModuleInfo:
     """One submodule of a built model: its ``path`` (``""`` = the root), qualified ``type``,
@@ -63,6 +68,8 @@ class ModuleInfo:
         if self.location is not None:
             out["file"] = self.location.file
             out["line"] = self.location.line
+            if self.location.cell is not None:
+                out["cell"] = self.location.cell
         return out
 
     @classmethod
@@ -70,7 +77,7 @@ class ModuleInfo:
         """Read a ``modules[]`` entry."""
         located = data.get("file") and data.get("line")
         return cls(str(data["path"]), str(data["type"]), str(data["status"]), int(data.get("params") or 0),
-                   Location(str(data["file"]), int(data["line"])) if located else None)
+                   Location(str(data["file"]), int(data["line"]), cell=_cell(data)) if located else None)
 
 
 @dataclass(frozen=True, slots=True)

@@ -207,18 +207,20 @@ def _numbers(expr: Expr, name: str = "") -> tuple[int, int]:
 @dataclass(frozen=True)
 class Recipe:
     """One way to construct a target class: ``expr`` (a call), where it was found (``kind``,
-    ``file``, 1-based ``line``; ``file`` is root-relative) and the ``text`` it was written as."""
+    ``file``, 1-based ``line``; ``file`` is root-relative) and the ``text`` it was written as.
+    In a notebook, ``cell`` is the cell and ``line`` counts lines inside it."""
 
     expr: Call
     kind: str
     file: str
     line: int
     text: str
+    cell: int | None = None
 
     @property
     def origin(self) -> str:
-        """``file:line``."""
-        return f"{self.file}:{self.line}"
+        """``file:line`` (``file:cell N:line`` in a notebook)."""
+        return f"{self.file}:cell {self.cell}:{self.line}" if self.cell is not None else f"{self.file}:{self.line}"
 
     def provenance(self) -> str:
         """Where the build came from, as a phrase: ``as in README.md:42``, ``from the annotation
@@ -246,8 +248,11 @@ class Recipe:
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-able dict; :meth:`from_json` inverts it."""
-        return {"expr": expr_to_json(self.expr), "kind": self.kind, "file": self.file, "line": self.line,
-                "text": self.text}
+        out: dict[str, Any] = {"expr": expr_to_json(self.expr), "kind": self.kind, "file": self.file,
+                               "line": self.line, "text": self.text}
+        if self.cell is not None:
+            out["cell"] = self.cell
+        return out
 
     @classmethod
     def from_json(cls, data: Any) -> Recipe:
@@ -256,10 +261,12 @@ class Recipe:
             raise ValueError("malformed recipe")
         expr = expr_from_json(data.get("expr"))
         kind, file, line, text = data.get("kind"), data.get("file"), data.get("line"), data.get("text")
+        cell = data.get("cell")
         if (not isinstance(expr, Call) or kind not in RECIPE_KINDS or not isinstance(file, str)
-                or not isinstance(line, int) or isinstance(line, bool) or line < 1 or not isinstance(text, str)):
+                or not isinstance(line, int) or isinstance(line, bool) or line < 1 or not isinstance(text, str)
+                or (cell is not None and (not isinstance(cell, int) or isinstance(cell, bool) or cell < 1))):
             raise ValueError("malformed recipe")
-        return cls(expr, kind, file, line, text)
+        return cls(expr, kind, file, line, text, cell)
 
 
 def render_python(expr: Expr, *, local_module: str | None = None) -> tuple[list[str], str, list[str]]:

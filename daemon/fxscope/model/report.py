@@ -54,13 +54,16 @@ class ReportTarget:
     graphs: Graphs | None = None
     #: How fxscope built a class target on its own (its provenance), when it did.
     build: Recipe | None = None
+    #: In a notebook: the cell whose lines ``line`` counts (set when the report is shown).
+    cell: int | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The schema ``target`` object."""
-        out: dict[str, Any] = {"id": self.id, "kind": self.kind, "file": self.file, "line": self.line,
-                               "status": self.status, "cached": self.cached,
-                               "duration_ms": round(self.duration_ms, 3), "nodes": self.nodes,
-                               "modules": [m.to_json() for m in self.modules]}
+        out: dict[str, Any] = {"id": self.id, "kind": self.kind, "file": self.file, "line": self.line}
+        if self.cell is not None:
+            out["cell"] = self.cell
+        out.update({"status": self.status, "cached": self.cached, "duration_ms": round(self.duration_ms, 3),
+                    "nodes": self.nodes, "modules": [m.to_json() for m in self.modules]})
         if self.build is not None:
             out["build"] = self.build.to_json()
         if self.graphs is not None:
@@ -75,7 +78,8 @@ class ReportTarget:
                    str(data["status"]), bool(data.get("cached", False)), float(data.get("duration_ms") or 0.0),
                    int(data.get("nodes") or 0), tuple(ModuleInfo.from_json(m) for m in data.get("modules") or ()),
                    Graphs(json=graphs, target=str(data["id"])) if isinstance(graphs, list) else None,
-                   Recipe.from_json(data["build"]) if isinstance(data.get("build"), dict) else None)
+                   Recipe.from_json(data["build"]) if isinstance(data.get("build"), dict) else None,
+                   int(data["cell"]) if isinstance(data.get("cell"), int) else None)
 
 
 @dataclass(frozen=True)

@@ -13,18 +13,20 @@ import sys
 import threading
 import warnings
 from collections import OrderedDict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Iterable, Union
 
 from .callsites import CallSite, markdown_examples, python_examples
 from .files import is_racy
+from .notebooks import NotebookError, is_notebook, notebook_tree, read_notebook
+from .toplevel import is_script, plan
 
-__all__ = ["SUMMARY_FORMAT", "ClassInfo", "Summary", "cache_stats", "clear_cache", "is_markdown",
+__all__ = ["SUMMARY_FORMAT", "ClassInfo", "Summary", "cache_stats", "clear_cache", "file_kind", "is_markdown",
            "summary_of_bytes", "summary_of_file", "summary_of_text"]
 
 #: Version of :meth:`Summary.to_json`; persisted summaries of another version are not used.
-SUMMARY_FORMAT = 6
+SUMMARY_FORMAT = 7
 
 #: Markdown files longer than this are not read for examples.
 MAX_MARKDOWN_CHARS = 1 << 20
@@ -73,6 +75,18 @@ class Summary:
     calls: tuple[CallSite, ...] = ()
     #: Every literal keyword argument of any call: (name, value, line).
     keywords: tuple[tuple[str, int | float | str | bool, int], ...] = ()
+    #: A notebook's code cells: (first line, cell number), in order; lines are the notebook's
+    #: code lines (see :mod:`fxscope.project.notebooks`).
+    cells: tuple[tuple[int, int], ...] = ()
+
+    def cell_of(self, line: int) -> tuple[int, int] | None:
+        """(cell number, line in the cell) of a notebook's code ``line``; None for a ``.py`` file."""
+        found = None
+        for first, number in self.cells:
+            if first > line:
+                break
+            found = (number, line - first + 1)
+        return found
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-able dict; :meth:`from_json` inverts it (summaries are persisted by content)."""
@@ -87,6 +101,7 @@ class Summary:
             "error": None if self.error is None else list(self.error),
             "calls": [c.to_json() for c in self.calls],
             "keywords": [list(k) for k in self.keywords],
+            "cells": [list(c) for c in self.cells],
         }
 
     @classmethod
@@ -108,6 +123,7 @@ class Summary:
             None if data["error"] is None else (int(data["error"][0]), int(data["error"][1]), str(data["error"][2])),
             tuple(CallSite.from_json(c) for c in data["calls"]),
             tuple((str(name), value, int(line)) for name, value, line in data["keywords"]),
+            tuple((int(first), int(number)) for first, number in data.get("cells") or ()),
         )
 
 
@@ -313,6 +329,12 @@ class _Collector:
         value = stmt.value
         alias = _dotted(value) if isinstance(value, (ast.Name, ast.Attribute)) else None
         for target in targets:
+            if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name):
+                info = self.classes.get(target.value.id)  # `Net.forward = forward`: a method from a later cell
+                if info is not None and self.bindings.get(info.name) == ("class", info.name):
+                    members = {**info.members, target.attr: stmt.lineno}
+                    abstract = info.abstract - {target.attr}
+                    self.classes[info.name] = replace(info, members=members, abstract=abstract)
             simple = isinstance(stmt, ast.Assign) and isinstance(target, ast.Name) and alias is not None
             for name in _bound_names(target):
                 self.bindings[name] = ("alias", alias) if simple and alias is not None else ("other",)
@@ -360,7 +382,8 @@ def _imports(tree: ast.Module) -> tuple[ImportRecord, ...]:
 
 
 def summarize(source: str | bytes) -> Summary:
-    """Parse ``source`` and extract its :class:`Summary` (never raises for bad code)."""
+    """Parse ``source`` and extract its :class:`Summary` (never raises for bad code). A script
+    (:func:`~fxscope.project.toplevel.is_script`) binds only what the statements fxscope runs bind."""
     _STATS["parses"] += 1
     try:
         with warnings.catch_warnings():
@@ -372,12 +395,36 @@ def summarize(source: str | bytes) -> Summary:
         return Summary({}, (), {}, (), (max(1, line), max(1, column), exc.msg or str(exc)))
     except (ValueError, RecursionError, MemoryError) as exc:
         return Summary({}, (), {}, (), (1, 1, str(exc) or type(exc).__name__))
-    collector = _Collector()
-    collector.visit(tree.body)
     text = source if isinstance(source, str) else source.decode("utf-8", "replace")
+    return _summary(text, tree, runs_only=is_script(tree))
+
+
+def _summary(text: str, tree: ast.Module, *, runs_only: bool, magic_lines: frozenset[int] = frozenset(),
+             error: tuple[int, int, str] | None = None, cells: tuple[tuple[int, int], ...] = ()) -> Summary:
+    """The summary of a parsed module; ``runs_only``: bindings and classes only of the statements
+    the safe executor runs (a notebook, a script)."""
+    collector = _Collector()
+    if runs_only:
+        collector.visit(tree.body[step.index] for step in plan(tree, magic_lines) if step.kind != "skip")
+    else:
+        collector.visit(tree.body)
     examples = python_examples(text, tree)
-    return Summary(collector.bindings, tuple(collector.stars), collector.classes, _imports(tree),
-                   calls=examples.sites, keywords=examples.keywords)
+    return Summary(collector.bindings, tuple(collector.stars), collector.classes, _imports(tree), error,
+                   calls=examples.sites, keywords=examples.keywords, cells=cells)
+
+
+def summarize_notebook(source: str | bytes) -> Summary:
+    """The summary of a Jupyter notebook: its code cells as one module (a cell that does not
+    parse is left out and is the summary's ``error``); lines are the notebook's code lines."""
+    _STATS["parses"] += 1
+    try:
+        nb = read_notebook(source)
+    except NotebookError as exc:
+        return Summary({}, (), {}, (), (1, 1, str(exc)))
+    parsed = notebook_tree(nb)
+    error = parsed.errors[0] if parsed.errors else None
+    return _summary(nb.code, parsed.tree, runs_only=True, magic_lines=nb.magic_lines, error=error,
+                    cells=nb.cell_starts())
 
 
 def summarize_markdown(source: str | bytes) -> Summary:
@@ -412,8 +459,17 @@ def is_markdown(path: str | Path) -> bool:
     return str(path).endswith(".md")
 
 
-def _by_content(data: bytes, source: str | bytes | None = None, markdown: bool = False) -> tuple[bytes, Summary]:
-    digest = hashlib.blake2b(data, digest_size=20, person=b"md" if markdown else b"py").digest()
+def file_kind(path: str | Path) -> str:
+    """How a workspace file is read: ``md`` (Markdown: its code blocks), ``nb`` (a notebook's code
+    cells) or ``py``."""
+    return "md" if is_markdown(path) else "nb" if is_notebook(path) else "py"
+
+
+_SUMMARIZE = {"py": summarize, "md": summarize_markdown, "nb": summarize_notebook}
+
+
+def _by_content(data: bytes, source: str | bytes | None = None, kind: str = "py") -> tuple[bytes, Summary]:
+    digest = hashlib.blake2b(data, digest_size=20, person=kind.encode()).digest()
     with _LOCK:
         found = _BY_CONTENT.get(digest)
         if found is not None:
@@ -421,20 +477,20 @@ def _by_content(data: bytes, source: str | bytes | None = None, markdown: bool =
             _STATS["hits"] += 1
             return digest, found
     text = data if source is None else source
-    summary = summarize_markdown(text) if markdown else summarize(text)
+    summary = _SUMMARIZE[kind](text)
     with _LOCK:
         _remember(_BY_CONTENT, digest, summary)
     return digest, summary
 
 
-def summary_of_bytes(data: bytes, markdown: bool = False) -> Summary:
-    """Summary of a file's bytes (cached by content hash); ``markdown`` for a ``.md`` file."""
-    return _by_content(data, markdown=markdown)[1]
+def summary_of_bytes(data: bytes, kind: str = "py") -> Summary:
+    """Summary of a file's bytes (cached by content hash); ``kind`` as :func:`file_kind` says."""
+    return _by_content(data, kind=kind)[1]
 
 
-def summary_of_text(text: str, markdown: bool = False) -> Summary:
+def summary_of_text(text: str, kind: str = "py") -> Summary:
     """Summary of unsaved editor contents (cached by content hash)."""
-    return _by_content(text.encode("utf-8", "surrogatepass"), text, markdown)[1]
+    return _by_content(text.encode("utf-8", "surrogatepass"), text, kind)[1]
 
 
 def summary_of_file(path: Path) -> Summary | None:
@@ -457,7 +513,7 @@ def summary_of_file(path: Path) -> Summary | None:
         data = Path(path).read_bytes()
     except OSError:
         return None
-    digest, summary = _by_content(data, markdown=is_markdown(path))
+    digest, summary = _by_content(data, kind=file_kind(path))
     if not is_racy(stat.st_mtime_ns):  # else the next save may keep this signature: read it again
         with _LOCK:
             _remember(_BY_STAT, key, digest)

@@ -8,7 +8,7 @@ key, so a front end can print it as is or turn it into a diagnostic (``.path``, 
 >>> _ = (root / "pyproject.toml").write_text('[tool.fxscope]\\ntimeout = 5\\n')
 >>> config = load_config(root)
 >>> config.timeout, config.device, config.include
-(5.0, 'meta', ('**/*.py',))
+(5.0, 'meta', ('**/*.py', '**/*.ipynb'))
 """
 
 from __future__ import annotations
@@ -39,14 +39,15 @@ __all__ = [
     "load_config",
 ]
 
-#: Files considered by default (root-relative globs, ``**`` spans directories).
-DEFAULT_INCLUDE: tuple[str, ...] = ("**/*.py",)
+#: Files considered by default (root-relative globs, ``**`` spans directories): Python files and
+#: Jupyter notebooks.
+DEFAULT_INCLUDE: tuple[str, ...] = ("**/*.py", "**/*.ipynb")
 
 #: Directories never walked; a pattern without ``/`` matches a directory of that name anywhere.
 DEFAULT_EXCLUDE: tuple[str, ...] = (
     ".venv", "venv", ".env", "build", "dist", ".git", "__pycache__", ".fxscope_cache",
     "node_modules", ".tox", ".nox", ".mypy_cache", ".pytest_cache", ".ruff_cache", "*.egg-info",
-    "site-packages",
+    "site-packages", ".ipynb_checkpoints",
 )
 
 _DEVICES = ("meta", "cpu")
@@ -57,6 +58,8 @@ _IDENT = r"[A-Za-z_][A-Za-z0-9_]*"
 _DOTTED_RE = re.compile(rf"{_IDENT}(?:\.{_IDENT})*\Z")
 _QUALIFIED_RE = re.compile(rf"{_IDENT}(?:\.{_IDENT})+\Z")
 _FACTORY_RE = re.compile(rf"{_IDENT}(?:\.{_IDENT})*:{_IDENT}(?:\.{_IDENT})*\Z")
+#: A target's factory: a function of a module, or of a notebook named by its root-relative path.
+_TARGET_FACTORY_RE = re.compile(rf"(?:{_IDENT}(?:\.{_IDENT})*|[^:\n\\]+\.ipynb):{_IDENT}(?:\.{_IDENT})*\Z")
 _TOML_POS_RE = re.compile(r"\s*\((?:at line (\d+), column (\d+)|at end of document)\)\s*\Z")
 
 
@@ -359,10 +362,10 @@ def _targets(value: Any, fail: Callable[..., ConfigError]) -> tuple[TargetConfig
         factory = body.get("factory")
         if factory is None:
             raise fail_in("factory", f"{header} missing required key 'factory' ('module.path:callable')")
-        if not isinstance(factory, str) or not _FACTORY_RE.match(factory.strip()):
+        if not isinstance(factory, str) or not _TARGET_FACTORY_RE.match(factory.strip()):
             raise fail_in(
-                "factory", f"{header} 'factory' must look like 'module.path:callable', got {_describe(factory)}"
-            )
+                "factory", f"{header} 'factory' must look like 'module.path:callable', got {_describe(factory)} "
+                "(a notebook's function: 'path/to/notebook.ipynb:callable')")
         args = body.get("concrete-args", {})
         if not isinstance(args, dict):
             raise fail_in("concrete-args", f"{header} 'concrete-args' must be a table, got {_describe(args)}")

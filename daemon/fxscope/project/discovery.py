@@ -25,9 +25,10 @@ from typing import Any, Callable
 
 from fxscope.model.recipe import Recipe
 
-from ._summary import Summary, is_markdown, summary_of_file, summary_of_text
+from ._summary import Summary, file_kind, summary_of_file, summary_of_text
 from .config import Config
 from .files import dotted_module_name, is_example, is_included, relpath, workspace_files
+from .notebooks import is_notebook
 from .recipes import RecipeIndex
 
 __all__ = ["INHERITED", "Discovery", "FileError", "Target", "discover"]
@@ -217,6 +218,10 @@ class _Workspace:
                     name = dotted_module_name(rel[len(prefix):].split("/"))
                     if name is not None:
                         self.modules.setdefault(name, rel)
+        for rel in summaries:  # a notebook is the module named by its path (``nb/model.ipynb``)
+            if is_notebook(rel):
+                self.module_of[rel] = rel
+                self.modules.setdefault(rel, rel)
         self.facts: dict[tuple[str, str], _Facts] = {}
         self.resolved: dict[tuple[str, str], Ref | None] = {}
 
@@ -224,7 +229,7 @@ class _Workspace:
 
     def package_of(self, rel: str) -> str | None:
         module = self.module_of.get(rel)
-        if module is None:
+        if module is None or is_notebook(rel):  # a notebook runs as a script: no package
             return None
         return module if rel.endswith("__init__.py") else module.rpartition(".")[0]
 
@@ -243,11 +248,25 @@ class _Workspace:
             parts += module.split(".")
         return ".".join(parts)
 
-    def dotted(self, name: str, seen: set[tuple[str, ...]]) -> Ref | None:
-        """Resolve an absolute dotted name (``pkg.layers.Block``, ``torch.nn.Module``)."""
+    def near(self, origin: str | None, module: str) -> str | None:
+        """The file a notebook's ``import module`` finds in the notebook's own directory (Jupyter
+        runs a notebook with its directory first on ``sys.path``); None for a ``.py`` origin."""
+        if origin is None or not is_notebook(origin):
+            return None
+        directory = origin.rpartition("/")[0]
+        base = (directory + "/" if directory else "") + module.replace(".", "/")
+        for candidate in (base + ".py", base + "/__init__.py"):
+            if candidate in self.summaries:
+                return candidate
+        return None
+
+    def dotted(self, name: str, seen: set[tuple[str, ...]], origin: str | None = None) -> Ref | None:
+        """Resolve an absolute dotted name (``pkg.layers.Block``, ``torch.nn.Module``), imported
+        by ``origin`` (a notebook finds modules in its own directory first)."""
         parts = name.split(".")
         for end in range(len(parts), 0, -1):
-            rel = self.modules.get(".".join(parts[:end]))
+            prefix = ".".join(parts[:end])
+            rel = self.near(origin, prefix) or self.modules.get(prefix)
             if rel is not None:
                 if end == len(parts):
                     return ("module", rel)
@@ -278,10 +297,10 @@ class _Workspace:
         if kind in ("class", "def"):
             return None if rest else (str(kind), rel, name)  # attributes of classes: not followed
         if kind == "module":
-            return self.dotted(".".join([str(binding[1]), *rest]), seen)
+            return self.dotted(".".join([str(binding[1]), *rest]), seen, rel)
         if kind == "from":
             base = self.absolute(rel, int(binding[1]), str(binding[2]))
-            return None if base is None else self.dotted(".".join([base, str(binding[3]), *rest]), seen)
+            return None if base is None else self.dotted(".".join([base, str(binding[3]), *rest]), seen, rel)
         if kind == "alias":
             head, *more = str(binding[1]).split(".")
             return self.attribute(rel, head, [*more, *rest], seen)
@@ -299,7 +318,7 @@ class _Workspace:
             base = self.absolute(rel, level, star)
             if base is None:
                 continue
-            ref = self.dotted(".".join([base, name, *rest]), seen)
+            ref = self.dotted(".".join([base, name, *rest]), seen, rel)
             if ref is not None and (ref[0] != "ext" or _external_kind(ref[1])[0] in ("torch", "hf")):
                 return ref
         return ("ext", ".".join([name, *rest]))
@@ -427,7 +446,7 @@ def discover(
     for rel in sorted(rels):
         text = overlay_by_rel.get(rel)
         if text is not None:
-            summary: Summary | None = summary_of_text(text, markdown=is_markdown(rel))
+            summary: Summary | None = summary_of_text(text, kind=file_kind(rel))
         elif summary_source is not None:
             summary = summary_source(rel, rels[rel])
         else:
@@ -525,6 +544,7 @@ def _import_graph(ws: _Workspace) -> dict[str, set[str]]:
             for name in imported or ():
                 if name != "*":
                     names.add(f"{base}.{name}")
-        graph[rel] = {ws.modules[n] for n in names if n in ws.modules} - {rel}
+        found = {ws.near(rel, n) or ws.modules.get(n) for n in names}
+        graph[rel] = {f for f in found if f is not None} - {rel}
     return graph
 

@@ -3,8 +3,9 @@
 Patterns follow gitignore conventions: a pattern without ``/`` matches a file or directory name at
 any depth (``.venv``, ``*.egg-info``, ``*.py``); a pattern with ``/`` is anchored at the root and
 ``**`` spans any number of directories (``tests/**/fixtures``, ``**/*.py``). The workspace's files
-are its included ``.py`` files; its Markdown files that are not excluded (``README.md``,
-``docs/**/*.md``) are listed too when asked for, read only for the examples in their code blocks.
+are its included ``.py`` files and Jupyter notebooks (``.ipynb``); its Markdown files that are not
+excluded (``README.md``, ``docs/**/*.md``) are listed too when asked for, read only for the
+examples in their code blocks.
 Excluded directories are pruned during the walk, so a large ``.venv`` costs nothing.
 
 >>> from fxscope.project.config import Config
@@ -25,6 +26,9 @@ from pathlib import Path
 from .config import Config
 
 __all__ = ["RACY_NS", "is_example", "is_included", "is_racy", "module_name_for", "relpath", "workspace_files", "workspace_rels"]
+
+#: Workspace files fxscope imports: Python modules and Jupyter notebooks.
+_SOURCE_SUFFIXES = (".py", ".ipynb")
 
 #: A file modified this recently may change again within the same timestamp tick without its
 #: (mtime, size, inode) changing, so a cache keyed by that signature must not trust it yet
@@ -121,22 +125,22 @@ def _file_wanted(config: Config, rel: str, examples: bool = False) -> bool:
     if rel.endswith(".md"):
         return examples and not _matches(config.exclude, rel)
     return (
-        rel.endswith(".py")
+        rel.endswith(_SOURCE_SUFFIXES)
         and not _matches(config.exclude, rel)
         and _matches(config.include, rel)
     )
 
 
 def workspace_files(config: Config, *, examples: bool = False) -> list[Path]:
-    """Every included ``.py`` file under ``config.root`` (and, with ``examples``, every Markdown
-    file not excluded), sorted, absolute."""
+    """Every included ``.py`` and ``.ipynb`` file under ``config.root`` (and, with ``examples``,
+    every Markdown file not excluded), sorted, absolute."""
     root = str(config.root)
     return [Path(root, rel) for rel in workspace_rels(config, examples=examples)]
 
 
 def workspace_rels(config: Config, *, examples: bool = False) -> list[str]:
-    """Every included ``.py`` file under ``config.root`` (and, with ``examples``, every Markdown
-    file not excluded) as a sorted root-relative posix path."""
+    """Every included ``.py`` and ``.ipynb`` file under ``config.root`` (and, with ``examples``,
+    every Markdown file not excluded) as a sorted root-relative posix path."""
     root = str(config.root)
     real_root = os.path.realpath(root)
     found: list[str] = []
@@ -158,7 +162,7 @@ def workspace_rels(config: Config, *, examples: bool = False) -> list[str]:
             if is_dir:
                 if not _dir_excluded(config, rel):
                     todo.append(rel + "/")
-            elif entry.name.endswith((".py", ".md")) and _file_wanted(config, rel, examples):
+            elif entry.name.endswith((".py", ".ipynb", ".md")) and _file_wanted(config, rel, examples):
                 if entry.is_symlink() and not _inside(real_root, entry.path):
                     continue  # a link out of the workspace: never imported nor traced
                 found.append(rel)

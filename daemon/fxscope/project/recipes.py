@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Iterable
 from fxscope.model.recipe import RECIPE_KINDS, Call, DictExpr, Expr, Lit, Recipe, Ref, RefExpr, Seq, Setattrs, render_python
 
 from ._summary import ClassInfo, is_markdown
+from .notebooks import is_notebook
 
 if TYPE_CHECKING:
     from .discovery import _Workspace
@@ -74,7 +75,7 @@ class RecipeIndex:
                     continue
                 self._learn(expr, rel, site.line)
                 if key is not None:
-                    self.sites.setdefault(key, []).append(Recipe(expr, site.kind, rel, site.line, site.text))
+                    self.sites.setdefault(key, []).append(self.recipe(expr, site.kind, rel, site.line, site.text))
         for rel, summary in sorted(ws.summaries.items()):
             for name, value, line in summary.keywords:
                 self.vocabulary.setdefault(name, []).append((Lit(value), rel, line))
@@ -82,6 +83,14 @@ class RecipeIndex:
             for info in summary.classes.values():
                 for name, value in info.defaults.items():
                     self.vocabulary.setdefault(name, []).append((Lit(value), rel, info.line))
+
+    def recipe(self, expr: Call, kind: str, rel: str, line: int, text: str) -> Recipe:
+        """A recipe found at ``line`` of ``rel`` (in a notebook: its cell and the line in it)."""
+        summary = self.ws.summaries.get(rel)
+        cell = summary.cell_of(line) if summary is not None and summary.cells else None
+        if cell is not None:
+            return Recipe(expr, kind, rel, cell[1], text, cell[0])
+        return Recipe(expr, kind, rel, line, text)
 
     def _learn(self, expr: Expr, rel: str, line: int) -> None:
         """Record the keyword arguments of every call inside ``expr`` whose value is plain data."""
@@ -188,7 +197,7 @@ class RecipeIndex:
             if base is None:
                 return None
             module = base
-        return ws.dotted(".".join((module, *path)), set())
+        return ws.dotted(".".join((module, *path)), set(), rel)
 
     def _markdown_lookup(self, path: tuple[str, ...]) -> tuple[str, ...] | None:
         if len(path) == 1:
@@ -242,12 +251,14 @@ class RecipeIndex:
         except (_Unresolved, RecursionError):
             learned = []
         for call, file, line in learned:
-            found.append(Recipe(call, "vocabulary", file, line, _text(name, call)))
+            found.append(self.recipe(call, "vocabulary", file, line, _text(name, call)))
         placeholder = self._placeholder_call(key, required)
         if placeholder is not None:
             info = self._info(key)
-            found.append(Recipe(placeholder, "placeholder", rel, info.members.get("__init__", info.line),
-                                _text(name, placeholder)))
+            found.append(self.recipe(placeholder, "placeholder", rel, info.members.get("__init__", info.line),
+                                     _text(name, placeholder)))
+        if not is_notebook(rel):  # a module cannot import what a notebook defines
+            found = [r for r in found if not any(is_notebook(ref.module) for ref in resolved_refs(r.expr))]
         order = {kind: i for i, kind in enumerate(RECIPE_KINDS)}
         unique: dict[Call, Recipe] = {}
         last = ("vocabulary", "placeholder")  # guesses come after what the workspace writes out
@@ -315,7 +326,7 @@ class RecipeIndex:
         for combo in itertools.islice(itertools.product(*choices), _PER_PARAMETER * 2):
             call = Call(ref, kwargs=tuple((p, e) for p, e, _ in combo))
             text = f"{key.name}({', '.join(f'{p}={t}' for p, _, t in combo)})"
-            recipes.append(Recipe(call, "annotation", key.rel, line, text))
+            recipes.append(self.recipe(call, "annotation", key.rel, line, text))
         return recipes
 
     def _config_class_recipes(self, key: _ClassKey, required: tuple[str, ...]) -> list[Recipe]:
@@ -325,12 +336,12 @@ class RecipeIndex:
         ref = self._class_ref(key, ())
         if info.config_class:
             values = self._values_for(key, info.config_class)
-            return [Recipe(Call(ref, (expr,)), "config-class", key.rel, info.members.get("config_class", info.line),
-                           f"{key.name}({text})") for expr, text in values]
+            return [self.recipe(Call(ref, (expr,)), "config-class", key.rel, info.members.get("config_class", info.line),
+                                f"{key.name}({text})") for expr, text in values]
         if self._inherits_config_class(key, set()):
             config = Call(self._class_ref(key, ("config_class",)))
-            return [Recipe(Call(ref, (config,)), "config-class", key.rel, info.line,
-                           f"{key.name}({key.name}.config_class())")]
+            return [self.recipe(Call(ref, (config,)), "config-class", key.rel, info.line,
+                                f"{key.name}({key.name}.config_class())")]
         return []
 
     def _inherits_config_class(self, key: _ClassKey, seen: set[_ClassKey]) -> bool:

@@ -192,7 +192,7 @@ class Workspace:
                 self.reload_config()
                 continue
             rel = self._rel(ab)
-            if ab.suffix not in (".py", ".md") or rel.startswith(("/", "../")):  # .md: README examples
+            if ab.suffix not in (".py", ".ipynb", ".md") or rel.startswith(("/", "../")):  # .md: README examples
                 continue
             self._life.engine.hasher.invalidate(rel)
             self.targets.file_changed(self.config, rel, ab)

@@ -18,6 +18,7 @@ Example::
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import importlib.abc
 import importlib.machinery
@@ -29,14 +30,15 @@ from collections.abc import Callable, Mapping, Sequence
 from types import ModuleType
 from typing import Any
 
-__all__ = ["OverlayFinder", "OverlayLoader", "get_overlay", "install_overlays", "serve_from_source",
-           "served_digest"]
+__all__ = ["OverlayFinder", "OverlayLoader", "get_overlay", "install_overlays", "register_source",
+           "serve_from_source", "served_digest"]
 
 _overlays: dict[str, str] = {}
 _finder: OverlayFinder | None = None
 _from_source: Callable[[str], bool] | None = None
 _real_root: str | None = None  # realpath of the workspace root + os.sep, once confined
 _served: dict[str, str] = {}  # normalised path -> sha256 of the source bytes given to the compiler
+_sources: dict[str, str] = {}  # normalised path -> the Python source compiled for a file that is not one (a notebook)
 
 
 def _norm(path: str) -> str:
@@ -76,6 +78,22 @@ class OverlayLoader(importlib.machinery.SourceFileLoader):
 
     def path_stats(self, path: str) -> Mapping[str, Any]:
         raise OSError("overlay sources have no stats")  # disables bytecode caching
+
+    def exec_module(self, module: ModuleType) -> None:
+        """Run the module's source; a script (``fxscope.project.toplevel.is_script``: its top
+        level runs a loop or calls its own functions) runs through the safe executor instead."""
+        if not self.path.endswith(".py"):
+            super().exec_module(module)
+            return
+        tree = ast.parse(self.get_data(self.path), self.path)
+        from fxscope.project.toplevel import is_script
+
+        if is_script(tree):
+            from fxscope.worker.safe_module import run_script
+
+            run_script(tree, module, self.path)
+            return
+        exec(compile(tree, self.path, "exec", dont_inherit=True), module.__dict__)  # noqa: S102
 
 
 class OverlayFinder(importlib.abc.MetaPathFinder):
@@ -143,8 +161,22 @@ def _spec(fullname: str, origin: str) -> importlib.machinery.ModuleSpec | None:
 _orig_updatecache = linecache.updatecache
 
 
+def register_source(path: str, text: str) -> None:
+    """Make ``linecache`` (tracebacks, ``inspect``, the tracer's snippets) return ``text`` for
+    ``path``, a file whose compiled code is not its content (a notebook's code cells)."""
+    _sources[_norm(path)] = text
+    linecache.cache.pop(path, None)
+    if _finder is None:
+        install_overlays({})
+    _updatecache(path)
+
+
 def _updatecache(filename: str, module_globals: Any = None) -> list[str]:
-    text = get_overlay(filename) if filename and not filename.startswith("<") else None
+    text = None
+    if filename and not filename.startswith("<"):
+        text = _sources.get(_norm(filename)) if _sources else None
+        if text is None:
+            text = get_overlay(filename)
     if text is None:
         return _orig_updatecache(filename, module_globals)
     lines = text.splitlines(keepends=True)

@@ -29,8 +29,11 @@ from pathlib import Path
 from typing import Any, Callable
 
 from fxscope.model.recipe import Recipe
+from fxscope.project.notebooks import is_notebook
 from fxscope.worker.construct import AutomaticBuild
 from fxscope.worker.overlay import OverlayLoader, serve_from_source
+from fxscope.worker.safe_module import load_notebook, notebook_of
+from fxscope.worker.skips import name_errors, skipped_findings, uses_skipped
 from fxscope.worker.touched import error_files, touched_files
 from fxscope.project.discovery import Target
 from fxscope.worker.trace_job import TraceJob
@@ -114,14 +117,26 @@ def _takes_arguments(cls: Any) -> bool:
         return False
 
 
+def _import_module(name: str, root: str) -> Any:
+    """Import workspace module ``name``; a notebook is named by its root-relative path."""
+    if not is_notebook(name):
+        return importlib.import_module(name)
+    path = os.path.join(root, name)
+    real, base = os.path.realpath(path), os.path.realpath(root).rstrip(os.sep) + os.sep
+    if not real.startswith(base):
+        raise ImportError(f"{path} resolves to {real}, outside the workspace: fxscope imports only files under "
+                          "the workspace root", path=path)
+    return load_notebook(path, name)
+
+
 def _import_target(job: TraceJob) -> Callable[[], Any]:
     target = job.target
     if target.kind == "factory":
         module_name, _, attr = (target.factory or "").partition(":")
-        obj: Any = importlib.import_module(module_name)
+        obj: Any = _import_module(module_name, job.root)
     else:
         if target.module:
-            obj = importlib.import_module(target.module)
+            obj = _import_module(target.module, job.root)
         else:
             path = os.path.join(job.root, target.file)
             name = "_fxscope_target_" + "".join(c if c.isalnum() else "_" for c in target.file)
@@ -135,6 +150,13 @@ def _import_target(job: TraceJob) -> Callable[[], Any]:
     for part in attr.split("."):
         obj = getattr(obj, part)
     return obj
+
+
+def _target_module(target: Target) -> str | None:
+    """The module the target's class or factory is defined in."""
+    if target.kind == "factory":
+        return (target.factory or "").partition(":")[0]
+    return target.module
 
 
 def _missing_module(error: BaseException | None) -> str | None:
@@ -216,8 +238,13 @@ def _defaults_recipe(target: Target) -> Recipe:
     """``Net()`` at the class line: the build from the constructor's defaults."""
     from fxscope.model.recipe import Call, Ref
 
-    return Recipe(Call(Ref(target.module or "", (target.qualname or "",))), "defaults", target.file,
-                  max(target.line, 1), f"{target.qualname}()")
+    line, cell = max(target.line, 1), None
+    nb = notebook_of(sys.modules.get(target.module or ""))
+    where = nb.locate(line) if nb is not None else None
+    if where is not None:
+        cell, line = where
+    return Recipe(Call(Ref(target.module or "", (target.qualname or "",))), "defaults", target.file, line,
+                  f"{target.qualname}()", cell)
 
 
 def _build_class(cls: Any, target: Target, build: Callable[[Callable[[], Any]], Any],
@@ -322,14 +349,30 @@ def run_trace_job(raw_job: Mapping[str, Any]) -> dict[str, Any]:
         return body
 
     serve_from_source(is_user_file, root=root)
+
+    def skip_for(blocked: Mapping[str, Any]) -> dict[str, Any]:
+        """The result of a target that reads names a statement fxscope did not run would set."""
+        module = sys.modules[_target_module(target) or ""]
+        return finish({"status": "skipped", "modules": [], "nodes": 0,
+                       "findings": skipped_findings(target, blocked, module)})
+
     try:
         factory = _import_target(job)
     except BaseException as e:  # noqa: BLE001 - user code may raise anything, even SystemExit
         if isinstance(e, SystemExit):
             raise
+        blocked = uses_skipped(target, sys.modules.get(_target_module(target) or "")) \
+            if isinstance(e, AttributeError) else {}
+        if blocked:  # the class's own statement was skipped (it reads a name that was)
+            return skip_for(blocked)
         msg = f"{type(e).__name__}: {e}" if not isinstance(e, SyntaxError) else f"SyntaxError: {e.msg}"
         return finish({"status": "error", "modules": [], "nodes": 0,
                        "findings": [_error_finding("FXS402", f"could not import: {msg}", e, is_user_file, fallback)]}, e)
+
+    home = sys.modules.get(_target_module(target) or "")
+    blocked = uses_skipped(target, home)
+    if blocked:  # a notebook (or script) class that reads what a statement fxscope did not run sets
+        return skip_for(blocked)
 
     leaf_types, problems = _leaf_types(list(config.leaf_modules))
     result["warnings"].extend(problems)
@@ -341,6 +384,9 @@ def run_trace_job(raw_job: Mapping[str, Any]) -> dict[str, Any]:
     if target.kind == "class":  # built on its own: from its defaults or the workspace's recipes
         automatic = _build_class(factory, target, build, is_user_file)
         if automatic.built is None:
+            blocked = name_errors((a.cause for a in automatic.attempts), home)
+            if blocked:
+                return skip_for(blocked)
             fatal = automatic.exhausted or _parameterless_failure(factory, automatic)
             if fatal is not None:  # too large for the limits, or a constructor without parameters that raises
                 message = f"the constructor raised {type(fatal).__name__}: {fatal}"
@@ -356,6 +402,9 @@ def run_trace_job(raw_job: Mapping[str, Any]) -> dict[str, Any]:
             built = build(factory)
         except BuildError as be:
             cause = be.__cause__ or be
+            blocked = name_errors([cause], home)
+            if blocked:
+                return skip_for(blocked)
             return finish({"status": "error", "modules": [], "nodes": 0,
                            "findings": [_error_finding("FXS401", f"the factory raised {be}", cause, is_user_file,
                                                        fallback)]}, cause)
@@ -384,4 +433,8 @@ def run_trace_job(raw_job: Mapping[str, Any]) -> dict[str, Any]:
         detail = "".join(traceback.format_exception_only(type(e), e)).strip()
         return finish({"status": "error", "modules": [], "nodes": 0,
                        "findings": [_error_finding("FXS107", f"internal tracing error: {detail}", e, is_user_file, fallback)]}, e)
-    return finish(report.to_json(graphs=True))
+    body = report.to_json(graphs=True)
+    blocked = name_errors((f.get("message") for f in body.get("findings") or () if f.get("code") == "FXS107"), home)
+    if blocked:  # forward read a name fxscope left unset: not an error plain Python would have
+        return skip_for(blocked)
+    return finish(body)

@@ -1,0 +1,397 @@
+"""Which top-level statements of a notebook (or script) fxscope runs to define its classes, from
+the AST alone; the worker's safe executor (``fxscope.worker.safe_module``) follows this plan.
+
+A notebook is never run as such: its training loops, data loading and downloads must not start
+when fxscope builds a class it defines. Of its top-level statements, in order:
+
+- ``import``/``from ... import``, ``def``, ``class`` (with their decorators), ``pass``, docstrings,
+  ``torch.fx.wrap("name")`` (it changes what fx traces) and ``try`` blocks made only of those
+  (optional imports) run as Python runs them (``run``);
+- assignments (``x = ...``, ``x: T = ...``, ``x += ...``, ``cfg.depth = 2``, ``table["k"] = v``,
+  ``Net.forward = forward`` on a class of the module itself) are evaluated by a small interpreter
+  that allows only literals, names already set, arithmetic and calls of constructors fxscope makes
+  on its own (``assign``);
+- everything else is skipped: loops, ``if``/``with`` blocks, calls (``train()``, ``model.fit()``),
+  IPython magics. A name a skipped statement binds is undefined from there on.
+
+:func:`dependencies` says which module-level names a class's constructor and forward (and what
+they call) use, so that a class using a skipped name is reported instead of failing on it.
+
+>>> tree = ast.parse("import torch\\nx = 3\\nfor i in range(x):\\n    y = i\\nclass A: pass\\n")
+>>> [(s.kind, s.names, s.reason) for s in plan(tree)]
+[('run', ('torch',), None), ('assign', ('x',), None), ('skip', ('i', 'y'), 'a loop'), ('run', ('A',), None)]
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import sys
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+
+__all__ = ["Step", "dependencies", "is_script", "plan", "runnable_classes"]
+
+_BUILTINS = frozenset(dir(builtins))
+#: Calls of these (dotted as written) are registrations fx itself reads: run as written.
+_FX_WRAP = frozenset({"torch.fx.wrap", "fx.wrap", "wrap"})
+#: Methods of a class that building and tracing it call.
+_ENTRY_METHODS = ("__init__", "__post_init__", "__new__", "forward", "__call__", "_forward_impl")
+
+
+@dataclass(frozen=True)
+class Step:
+    """One top-level statement: ``index`` in the module body, ``kind`` (``run``, ``assign`` or
+    ``skip``), the module-level ``names`` it binds, its 1-based range, and why it is skipped."""
+
+    index: int
+    kind: str
+    names: tuple[str, ...]
+    line: int
+    column: int
+    end_line: int
+    end_column: int
+    reason: str | None = None
+
+
+def _dotted(node: ast.expr) -> str | None:
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    parts.append(node.id)
+    return ".".join(reversed(parts))
+
+
+def _target_names(target: ast.expr) -> Iterator[str]:
+    """Module-level names an assignment target binds (``cfg.x = 1`` and ``d[k] = 1`` bind the
+    object's name: its value is not what it was)."""
+    if isinstance(target, ast.Name):
+        yield target.id
+    elif isinstance(target, (ast.Tuple, ast.List)):
+        for element in target.elts:
+            yield from _target_names(element)
+    elif isinstance(target, ast.Starred):
+        yield from _target_names(target.value)
+    elif isinstance(target, (ast.Attribute, ast.Subscript)):
+        base: ast.expr = target
+        while isinstance(base, (ast.Attribute, ast.Subscript)):
+            base = base.value
+        if isinstance(base, ast.Name):
+            yield base.id
+
+
+def bound_names(stmt: ast.stmt) -> tuple[str, ...]:
+    """Every module-level name ``stmt`` may bind, through compound statements (not into the
+    bodies of definitions); a method call statement (``cfg.update(...)``) binds its object.
+
+    >>> bound_names(ast.parse("with open(f) as fh:\\n    data = fh.read()").body[0])
+    ('fh', 'data')
+    """
+    found: dict[str, None] = {}
+    todo: list[ast.AST] = [stmt]
+    while todo:
+        node = todo.pop(0)
+        names: Iterable[str] = ()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            found[node.name] = None
+            continue  # its body binds nothing at module level
+        if isinstance(node, ast.Lambda):
+            continue
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            names = [a.asname or a.name.split(".")[0] for a in node.names if a.name != "*"]
+        elif isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names = [n for t in targets for n in _target_names(t)]
+        elif isinstance(node, (ast.For, ast.AsyncFor)):
+            names = _target_names(node.target)
+        elif isinstance(node, (ast.With, ast.AsyncWith)):
+            names = [n for item in node.items if item.optional_vars is not None
+                     for n in _target_names(item.optional_vars)]
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            names = [node.name]
+        elif isinstance(node, ast.NamedExpr):
+            names = _target_names(node.target)
+        elif isinstance(node, ast.Delete):
+            names = [n for t in node.targets for n in _target_names(t)]
+        elif isinstance(node, ast.Expr) and isinstance(node.value, ast.Call) and isinstance(node.value.func,
+                                                                                           ast.Attribute):
+            names = _target_names(node.value.func)  # cfg.update(...), items.append(...)
+        for name in names:
+            found[name] = None
+        todo.extend(ast.iter_child_nodes(node))
+    return tuple(found)
+
+
+def _is_fx_wrap(stmt: ast.stmt) -> bool:
+    """``torch.fx.wrap("name")`` with a literal name."""
+    if not (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call)):
+        return False
+    call = stmt.value
+    return (_dotted(call.func) in _FX_WRAP and len(call.args) == 1 and not call.keywords
+            and isinstance(call.args[0], ast.Constant) and isinstance(call.args[0].value, str))
+
+
+def _plain_assignment(stmt: ast.stmt) -> bool:
+    """``x = None``, ``x = "a"``: the fallback of an optional import."""
+    return (isinstance(stmt, ast.Assign) and all(isinstance(t, ast.Name) for t in stmt.targets)
+            and isinstance(stmt.value, ast.Constant))
+
+
+def _runs(stmt: ast.stmt) -> bool:
+    """Whether ``stmt`` runs as written (see the module docstring)."""
+    if isinstance(stmt, (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Pass)):
+        return True
+    if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant):
+        return True
+    if _is_fx_wrap(stmt):
+        return True
+    if isinstance(stmt, ast.Try) or (sys.version_info >= (3, 11) and isinstance(stmt, ast.TryStar)):
+        inner = [*stmt.body, *stmt.orelse, *stmt.finalbody, *(s for h in stmt.handlers for s in h.body)]
+        return all(_runs(s) or _plain_assignment(s) for s in inner) and all(
+            h.type is None or _is_exception_type(h.type) for h in stmt.handlers)
+    return False
+
+
+def _is_exception_type(node: ast.expr) -> bool:
+    names = node.elts if isinstance(node, ast.Tuple) else [node]
+    return all(isinstance(n, ast.Name) and n.id in _BUILTINS for n in names)
+
+
+def _assignment(stmt: ast.stmt) -> bool:
+    if isinstance(stmt, ast.Assign):
+        return all(_assignable(t) for t in stmt.targets)
+    if isinstance(stmt, ast.AnnAssign):
+        return stmt.value is not None and _assignable(stmt.target)
+    if isinstance(stmt, ast.AugAssign):
+        return isinstance(stmt.target, (ast.Name, ast.Attribute, ast.Subscript)) and _assignable(stmt.target)
+    return False
+
+
+def _assignable(target: ast.expr) -> bool:
+    if isinstance(target, ast.Name):
+        return True
+    if isinstance(target, (ast.Tuple, ast.List)):
+        return all(isinstance(e, ast.Name) for e in target.elts)
+    if isinstance(target, (ast.Attribute, ast.Subscript)):
+        return isinstance(target.value, ast.Name)
+    return False
+
+
+_REASONS: tuple[tuple[type | tuple[type, ...], str], ...] = (
+    ((ast.For, ast.AsyncFor, ast.While), "a loop"),
+    (ast.If, "an `if` block"),
+    ((ast.With, ast.AsyncWith), "a `with` block"),
+    (ast.Delete, "a `del`"),
+    ((ast.Assign, ast.AnnAssign, ast.AugAssign), "an assignment fxscope does not make"),
+)
+
+
+def _reason(stmt: ast.stmt) -> str:
+    if isinstance(stmt, ast.Expr) and isinstance(stmt.value, (ast.Call, ast.Await)):
+        call = stmt.value.value if isinstance(stmt.value, ast.Await) else stmt.value
+        name = _dotted(call.func) if isinstance(call, ast.Call) else None
+        return f"a call of `{name}`" if name else "a call"
+    for kinds, text in _REASONS:
+        if isinstance(stmt, kinds):
+            return text
+    if isinstance(stmt, ast.Try):
+        return "a `try` block that runs more than imports and definitions"
+    return "a statement fxscope does not run"
+
+
+def plan(tree: ast.Module, magic_lines: Iterable[int] = ()) -> tuple[Step, ...]:
+    """How each top-level statement of ``tree`` is treated; ``magic_lines`` are the lines where
+    IPython syntax was neutralised (always skipped)."""
+    magic = frozenset(magic_lines)
+    steps = []
+    for index, stmt in enumerate(tree.body):
+        names = () if _is_fx_wrap(stmt) else bound_names(stmt)
+        where = (stmt.lineno, stmt.col_offset + 1, stmt.end_lineno or stmt.lineno, (stmt.end_col_offset or 0) + 1)
+        if stmt.lineno in magic:
+            steps.append(Step(index, "skip", names, *where, "an IPython magic or shell command"))
+        elif _runs(stmt):
+            steps.append(Step(index, "run", names, *where))
+        elif _assignment(stmt):
+            steps.append(Step(index, "assign", names, *where))
+        else:
+            steps.append(Step(index, "skip", names, *where, _reason(stmt)))
+    return tuple(steps)
+
+
+def runnable_classes(tree: ast.Module) -> set[str]:
+    """Names of the classes a plan defines (top-level ``class`` statements, and those in runnable
+    ``try`` blocks): the only ones a notebook can have as targets."""
+    found: set[str] = set()
+    for stmt in tree.body:
+        if isinstance(stmt, ast.ClassDef):
+            found.add(stmt.name)
+        elif _runs(stmt) and isinstance(stmt, ast.Try):
+            found.update(s.name for s in stmt.body if isinstance(s, ast.ClassDef))
+    return found
+
+
+# ---------------------------------------------------------------------------------------------
+# what a class's build and forward use
+
+
+def _local_names(func: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda) -> set[str]:
+    """Names bound inside a function (parameters, assignments, imports, loop and ``with``
+    targets, nested definitions, comprehension variables), minus those it declares global."""
+    args = func.args
+    local = {a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)}
+    local.update(a.arg for a in (args.vararg, args.kwarg) if a is not None)
+    declared: set[str] = set()
+    body = func.body if isinstance(func.body, list) else [func.body]
+    for node in (n for stmt in body for n in ast.walk(stmt)):
+        if isinstance(node, ast.Global):
+            declared.update(node.names)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            local.add(node.id)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            local.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            local.update(a.asname or a.name.split(".")[0] for a in node.names)
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            local.add(node.name)
+        elif isinstance(node, ast.arg):
+            local.add(node.arg)
+    return local - declared
+
+
+def _loads(nodes: Iterable[ast.AST]) -> Iterator[ast.Name]:
+    for root in nodes:
+        for node in ast.walk(root):
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+                yield node
+
+
+def _self_attributes(func: ast.AST) -> set[str]:
+    """``X`` of every ``self.X``, ``cls.X`` and ``super().X`` in ``func``."""
+    out = set()
+    for node in ast.walk(func):
+        if isinstance(node, ast.Attribute):
+            base = node.value
+            if (isinstance(base, ast.Name) and base.id in ("self", "cls")) or (
+                    isinstance(base, ast.Call) and isinstance(base.func, ast.Name) and base.func.id == "super"):
+                out.add(node.attr)
+    return out
+
+
+def _functions_of(cls: ast.ClassDef) -> dict[str, ast.FunctionDef | ast.AsyncFunctionDef]:
+    return {s.name: s for s in cls.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))}
+
+
+def dependencies(tree: ast.Module, name: str) -> dict[str, int]:
+    """Module-level names that building and tracing ``name`` may read (a class: its bases,
+    decorators and class body, its constructor and forward and the methods they reach through
+    ``self``; a function: its body), following the module's own classes and functions they use;
+    each with the line of its first use. Builtins are left out unless the module rebinds them.
+
+    >>> tree = ast.parse("DIM = 4\\nDEV = f()\\nclass B:\\n    def forward(self, x):\\n        return x.to(DEV)\\n"
+    ...                  "class A:\\n    def __init__(self):\\n        self.b = B()\\n        self.d = DIM\\n"
+    ...                  "    def fit(self):\\n        return loader\\n")
+    >>> sorted(dependencies(tree, "A"))
+    ['B', 'DEV', 'DIM']
+    """
+    defined: dict[str, ast.stmt] = {}
+    module_names: set[str] = set()
+    for stmt in tree.body:
+        if isinstance(stmt, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            defined[stmt.name] = stmt
+        module_names.update(bound_names(stmt))
+    used: dict[str, int] = {}
+    seen: set[str] = set()
+    todo = [name]
+    while todo:
+        current = todo.pop()
+        if current in seen or current not in defined:
+            continue
+        seen.add(current)
+        node = defined[current]
+        for found in _uses(node, defined):
+            if found.id in module_names or found.id not in _BUILTINS:
+                used.setdefault(found.id, found.lineno)
+                if found.id in defined:
+                    todo.append(found.id)
+    used.pop(name, None)
+    return used
+
+
+def _uses(node: ast.stmt, defined: dict[str, ast.stmt]) -> Iterator[ast.Name]:
+    """Global names read by what building and calling a class (or a function) runs."""
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        local = _local_names(node)
+        yield from _loads([*node.decorator_list, *node.args.defaults,
+                           *(d for d in node.args.kw_defaults if d is not None)])
+        yield from (n for n in _loads(node.body) if n.id not in local)
+        return
+    if not isinstance(node, ast.ClassDef):
+        return
+    yield from _loads([*node.bases, *node.keywords, *node.decorator_list])
+    functions = _functions_of(node)
+    for stmt in node.body:  # the class body runs at definition
+        if not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            yield from _loads([stmt])
+        else:
+            yield from _loads([*stmt.decorator_list, *stmt.args.defaults,
+                               *(d for d in stmt.args.kw_defaults if d is not None)])
+    reached: set[str] = set()
+    todo = [m for m in _ENTRY_METHODS if m in functions]
+    attributes: set[str] = set()
+    while todo:
+        method = todo.pop()
+        if method in reached:
+            continue
+        reached.add(method)
+        func = functions[method]
+        local = _local_names(func)
+        yield from (n for n in _loads(func.body) if n.id not in local)
+        attributes |= _self_attributes(func)
+        todo.extend(a for a in attributes if a in functions and a not in reached)
+    # methods of the module's own base classes reached through self (their entry points too)
+    for base in node.bases:
+        base_name = _dotted(base)
+        if base_name in defined and isinstance(defined[base_name], ast.ClassDef):
+            base_functions = _functions_of(defined[base_name])  # type: ignore[arg-type]
+            for method in {*_ENTRY_METHODS, *attributes} & set(base_functions):
+                func = base_functions[method]
+                local = _local_names(func)
+                yield from (n for n in _loads(func.body) if n.id not in local)
+
+
+# ---------------------------------------------------------------------------------------------
+# scripts
+
+
+def _is_main_guard(test: ast.expr) -> bool:
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq)):
+        return False
+    sides = (test.left, test.comparators[0])
+    return any(isinstance(a, ast.Name) and a.id == "__name__" for a in sides) and any(
+        isinstance(b, ast.Constant) and b.value == "__main__" for b in sides)
+
+
+def is_script(tree: ast.Module) -> bool:
+    """Whether a ``.py`` file runs work when imported: outside ``if __name__ == "__main__":``, its
+    top level has a loop, or calls a function the file defines (``main()``, ``train(model)``,
+    ``fire.Fire(main)``). Such a file is imported like a notebook (see the module docstring).
+
+    >>> is_script(ast.parse("def main():\\n    pass\\nmain()\\n")), is_script(ast.parse("def main(): pass\\n"))
+    (True, False)
+    >>> is_script(ast.parse("for epoch in range(3):\\n    step()\\n"))
+    True
+    """
+    functions = {s.name for s in tree.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    for stmt in tree.body:
+        if isinstance(stmt, ast.If) and _is_main_guard(stmt.test):
+            continue
+        if isinstance(stmt, (ast.For, ast.AsyncFor, ast.While)):
+            return True
+        if isinstance(stmt, ast.Expr) and isinstance(stmt.value, (ast.Call, ast.Await)) and functions:
+            names = {n.id for n in ast.walk(stmt.value) if isinstance(n, ast.Name)}
+            if names & functions:
+                return True
+    return False

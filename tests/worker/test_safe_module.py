@@ -1,0 +1,126 @@
+"""The safe executor: what a notebook (or script) import runs and what it skips, in this process."""
+
+from __future__ import annotations
+
+import ast
+import functools
+import hashlib
+import inspect
+import sys
+import types
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+from fxscope.project.notebooks import make_notebook
+from fxscope.worker.overlay import served_digest
+from fxscope.worker.safe_module import Evaluator, NotAllowed, load_notebook, notebook_of, run_safely, skipped_of
+
+pytestmark = pytest.mark.requires_torch
+
+
+def run(source: str, **names: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    namespace: dict[str, Any] = {"__name__": "mod", **names}
+    skipped = run_safely(ast.parse(source), namespace, "<test>")
+    return namespace, {name: s.reason for name, s in skipped.items()}
+
+
+def value(expr: str, **names: Any) -> Any:
+    return Evaluator(names).value(ast.parse(expr, mode="eval").body)
+
+
+def test_configuration_values_are_evaluated() -> None:
+    ns, skipped = run(
+        "import math\nfrom dataclasses import dataclass\nfrom types import SimpleNamespace\n"
+        "from functools import partial\nimport torch\nfrom torch import nn\n"
+        "@dataclass\nclass Cfg:\n    dim: int = 4\n    act: object = None\n"
+        "cfg = Cfg(dim=2 ** 5, act=nn.GELU)\ncfg.dim += 0\ncfg.dim = cfg.dim // 2\n"
+        "ns = SimpleNamespace(heads=4, scale=math.sqrt(16))\nnorm = partial(nn.LayerNorm, eps=1e-6)\n"
+        "table = {'a': [1, 2]}\ntable['b'] = (3,)\nwho = f'{cfg.dim}-x'\n"
+        "device = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n"
+        "a, b = 1, -2\nb += a\n")
+    assert not skipped
+    assert (ns["cfg"].dim, ns["cfg"].act, ns["ns"].scale, ns["table"], ns["who"], ns["b"]) == (
+        16, torch.nn.GELU, 4.0, {"a": [1, 2], "b": (3,)}, "16-x", -1)
+    assert isinstance(ns["norm"], functools.partial) and ns["device"] == torch.device("cpu")
+
+
+@pytest.mark.parametrize(("expr", "why"), [
+    ("nn.Linear(2, 2)", "builds a model"),
+    ("torch.zeros(3)", "a call of `torch.zeros`"),
+    ("open('x')", "a call of `open`"),
+    ("Loader('data', download=True)", "not a constructor fxscope calls"),
+    ("'x' * 10 ** 9", "too large"),
+    ("[i for i in range(3)]", "code fxscope does not run"),
+    ("lambda: 1", "code fxscope does not run"),
+    ("cfg.__class__", "private attribute"),
+])
+def test_what_an_assignment_may_not_compute(expr: str, why: str) -> None:
+    class Loader:
+        def __init__(self, *a: Any, **k: Any) -> None:
+            raise AssertionError("never called")
+
+    with pytest.raises(NotAllowed, match=why):
+        value(expr, nn=torch.nn, torch=torch, Loader=Loader, cfg=types.SimpleNamespace())
+
+
+def test_skipped_names_are_unset_from_there_on() -> None:
+    ns, skipped = run(
+        "import torch\nx = 1\nx = torch.randn(2)\ny = x\ntorch.manual_seed(0)\n"
+        "def uses(d=x):\n    return d\n"
+        "for epoch in range(2):\n    loss = epoch\n"
+        "n = 3\nn.bit_length()\n")
+    assert "x" not in ns and "y" not in ns and "uses" not in ns and "n" not in ns
+    assert ns["torch"] is torch  # a module is not unset by a call on it
+    assert skipped["x"] == "a call of `torch.randn`"
+    assert skipped["y"] == "it uses `x`, which fxscope did not set"
+    assert skipped["uses"] == "it uses `x`, which fxscope did not set either"
+    assert skipped["epoch"] == skipped["loss"] == "a loop"
+    assert skipped["n"] == "a call of `n.bit_length`"
+
+
+def test_imports_that_fail_fail_the_module() -> None:
+    with pytest.raises(ModuleNotFoundError):
+        run("import fxscope_no_such_module\n")
+    ns, skipped = run("try:\n    import fxscope_no_such_module as m\nexcept ImportError:\n    m = None\n")
+    assert ns["m"] is None and not skipped
+
+
+def test_fx_wrap_and_methods_from_later_cells_run() -> None:
+    ns, _ = run("import torch\nimport torch.fx\ndef helper(x):\n    return x + 1\ntorch.fx.wrap('helper')\n"
+                "class M(torch.nn.Module):\n    pass\n"
+                "def forward(self, x):\n    return helper(x)\nM.forward = forward\n")
+    graph = torch.fx.symbolic_trace(ns["M"]()).graph
+    calls = [n.target for n in graph.nodes if n.op == "call_function"]
+    assert calls == [ns["helper"]]  # one node: fx.wrap ran, and forward came from a later statement
+
+
+def test_a_notebook_loads_without_its_work(tmp_path: Path) -> None:
+    marker = tmp_path / "marker"
+    path = tmp_path / "sub" / "nb.ipynb"
+    path.parent.mkdir()
+    (path.parent / "helper_mod_for_nb.py").write_text("VALUE = 7\n")
+    path.write_text(make_notebook([
+        "# Title",
+        ("code", "import helper_mod_for_nb\nimport torch\nfrom torch import nn\n%matplotlib inline"),
+        ("code", f"class Net(nn.Module):\n    def forward(self, x):\n        return x * helper_mod_for_nb.VALUE\n"
+                 f"model = Net()\nfor i in range(2):\n    open({str(marker)!r}, 'w').write('ran')"),
+    ]))
+    name = f"nb-{uuid.uuid4().hex}.ipynb"
+    try:
+        module = load_notebook(str(path), name)
+        assert not marker.exists()
+        assert set(skipped_of(module)) == {"model", "i"}
+        nb = notebook_of(module)
+        assert nb is not None and nb.locate(inspect.getsourcelines(module.Net)[1]) == (3, 1)
+        assert inspect.getsourcefile(module.Net) == str(path)
+        # the hash of what ran is the file's bytes: the cache's hash of the file
+        assert served_digest(str(path)) == hashlib.sha256(path.read_bytes()).hexdigest()
+        assert module.Net()(torch.ones(1)).item() == 7  # the notebook's directory is importable, as in Jupyter
+    finally:
+        sys.modules.pop(name, None)
+        sys.modules.pop("helper_mod_for_nb", None)
+        if str(path.parent) in sys.path:
+            sys.path.remove(str(path.parent))
