@@ -26,6 +26,7 @@ from fxscope.graphview import GraphModuleError, graph_document, render_html
 from fxscope.model import Report
 from fxscope.model.recipe import Recipe
 from fxscope.project.discovery import Discovery, Target
+from fxscope.report.notebooks import cell_report
 
 __all__ = ["resolve_target", "render_graphs", "GraphTargetError"]
 
@@ -55,7 +56,10 @@ def _document(report: Report, target_id: str, module: str | None) -> dict[str, A
 
 
 def _where(node: dict[str, Any]) -> str:
-    return f"{node['file']}:{node['line']}" if node.get("file") else ""
+    if not node.get("file"):
+        return ""
+    cell = f"cell {node['cell']}:" if node.get("cell") else ""
+    return f"{node['file']}:{cell}{node['line']}"
 
 
 def _title(target_id: str, graph_module: str, module: str | None) -> str:
@@ -95,7 +99,8 @@ def _text(doc: dict[str, Any]) -> str:
             lines.append("findings:")
         for f in doc["findings"]:
             col = f":{f['column']}" if f.get("column") else ""
-            lines.append(f"  {f.get('file', '')}:{f.get('line', '')}{col}: {f['code']} {f['message']}")
+            cell = f"cell {f['cell']}:" if f.get("cell") else ""
+            lines.append(f"  {f.get('file', '')}:{cell}{f.get('line', '')}{col}: {f['code']} {f['message']}")
     return "\n".join(lines).rstrip("\n") + "\n"
 
 
@@ -112,7 +117,7 @@ def _dot(target_id: str, graphs: list[dict[str, Any]]) -> str:
         for n in g["nodes"]:
             label = f"{n['name']}\\n{n['op']} {n['target']}\\n{n['scope'] or '<root>'}"
             if n.get("file"):
-                label += f"\\n{n['file']}:{n['line']}"
+                label += f"\\n{_where(n)}"
             out.append(f'    "g{gi}_{_dot_escape(n["name"])}" [label="{_dot_escape(label).replace(chr(92) * 2 + "n", chr(92) + "n")}"];')
         for n in g["nodes"]:
             for dep in n.get("inputs", []):
@@ -126,7 +131,10 @@ def _dot(target_id: str, graphs: list[dict[str, Any]]) -> str:
 def render_graphs(report: Report, target_id: str, module: str | None, fmt: str,
                   root: Path | None = None) -> str:
     """The graphs of ``target_id`` (optionally only ``module``) as text, dot, json or html
-    (html reads source snippets from files under ``root``)."""
+    (html reads source snippets from files under ``root``). Lines in a notebook name their cell
+    (``model.ipynb:cell 3:12``) except in html, which links them to the notebook's code."""
+    if fmt != "html" and root is not None:
+        report = cell_report(report, root)
     doc = _document(report, target_id, module)
     build = _build(report, target_id)
     if fmt == "json":

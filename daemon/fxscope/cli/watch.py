@@ -57,7 +57,7 @@ def _observer(root: Path, ws: Workspace, on_disk_change: threading.Event) -> Any
             if event.is_directory or event.event_type in ("opened", "closed_no_write"):
                 return
             paths = [Path(str(p)) for p in (event.src_path, getattr(event, "dest_path", "")) if p]
-            paths = [p for p in paths if (p.suffix == ".py" or p.name == "pyproject.toml")
+            paths = [p for p in paths if (p.suffix in (".py", ".ipynb") or p.name == "pyproject.toml")
                      and not str(p).startswith(cache)]
             if paths:
                 ws.files_changed(paths)

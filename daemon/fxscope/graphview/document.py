@@ -53,6 +53,8 @@ def _node(n: Mapping[str, Any]) -> dict[str, Any]:
     if n.get("file"):
         out["file"] = str(n["file"])
         out["line"] = int(n.get("line") or 0)
+        if isinstance(n.get("cell"), int):  # a notebook's, shown in its cell
+            out["cell"] = n["cell"]
     if isinstance(n.get("shape"), list):  # shape-aware tracing
         out["shape"] = [int(d) for d in n["shape"]]
         out["dtype"] = str(n.get("dtype") or "")

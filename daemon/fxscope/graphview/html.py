@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from fxscope.graphview.document import GraphDocument
+from fxscope.project.notebooks import NotebookError, is_notebook, read_notebook
 
 __all__ = ["render_html", "write_report", "renderer_assets"]
 
@@ -97,8 +98,10 @@ def _referenced_lines(documents: Sequence[Mapping[str, Any]]) -> tuple[dict[str,
     return used, flagged
 
 
-def _source_section(file: str, anchor: str, text: str, used: set[int], flagged: set[int]) -> str:
+def _source_section(file: str, anchor: str, text: str, used: set[int], flagged: set[int],
+                    labels: Mapping[int, str] | None = None) -> str:
     lines = text.splitlines()
+    labels = labels or {}
     wanted = used | flagged
     if len(lines) <= MAX_FULL_FILE_LINES:
         shown = set(range(1, len(lines) + 1))
@@ -110,7 +113,9 @@ def _source_section(file: str, anchor: str, text: str, used: set[int], flagged: 
         if previous and no != previous + 1:
             out.append('<span class="gap">\u2026</span>')
         cls = "ln flagged" if no in flagged else "ln used" if no in used else "ln"
-        out.append(f'<span class="{cls}" id="src-{anchor}-L{no}"><span class="no">{no}</span>{_esc(lines[no - 1])}</span>')
+        label = labels.get(no, str(no))
+        out.append(f'<span class="{cls}" id="src-{anchor}-L{no}"><span class="no">{_esc(label)}</span>'
+                   f'{_esc(lines[no - 1])}</span>')
         previous = no
     out.append("</pre></details>")
     return "".join(out)
@@ -164,10 +169,16 @@ def render_html(documents: Sequence[GraphDocument | Mapping[str, Any]], *, title
             path = root / file
             try:
                 text = path.read_text(encoding="utf-8", errors="replace")
-            except OSError:
+                labels = None
+                if is_notebook(file):  # its code cells, each line labelled `cell:line`
+                    nb = read_notebook(text)
+                    text = nb.text
+                    labels = {c.first_line + i: f"{c.number}:{i + 1}" for c in nb.cells for i in range(len(c.lines))}
+            except (OSError, NotebookError):
                 continue
             anchors[file] = f"f{len(anchors)}"
-            sources.append(_source_section(file, anchors[file], text, used.get(file, set()), flagged.get(file, set())))
+            sources.append(_source_section(file, anchors[file], text, used.get(file, set()), flagged.get(file, set()),
+                                           labels))
     if open_all is None:
         open_all = len(documents) == 1
     # A report opens (and draws) its first few targets with findings; the rest draw when opened.

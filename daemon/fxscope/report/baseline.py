@@ -45,7 +45,7 @@ def _stable_file(file: str, outside: bool) -> str:
 def _key(finding: Finding, source: SourceCache) -> tuple[str, ...]:
     """Everything a fingerprint hashes except the occurrence index."""
     loc = finding.primary
-    text = source.line(loc.file, loc.line)
+    text = source.line_at(loc)
     if text is None:
         line_part, span = f"line {loc.line}", f"{loc.column}:{loc.end_line}:{loc.end_column}"
     else:
@@ -75,7 +75,7 @@ def fingerprints(findings: Sequence[Finding], root: Path, texts: Mapping[str, st
     source = SourceCache(root, texts)
     keys = [_key(f, source) for f in findings]
     locs = [f.primary for f in findings]
-    order = sorted(range(len(findings)), key=lambda i: (locs[i].line, locs[i].column or 0, i))
+    order = sorted(range(len(findings)), key=lambda i: (locs[i].cell or 0, locs[i].line, locs[i].column or 0, i))
     seen: dict[tuple[str, ...], int] = {}
     out = [""] * len(findings)
     for i in order:

@@ -32,6 +32,7 @@ from typing import Iterable, Sequence
 from fxscope.engine.results import TargetResult
 from fxscope.model.recipe import Call, Recipe, Ref, render_python
 from fxscope.project.discovery import Target
+from fxscope.project.notebooks import is_notebook
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -152,11 +153,13 @@ def targets_text(pyproject: str, plans: Iterable[FactoryPlan], factories_module:
 def plans_from_results(results: Iterable[TargetResult]) -> list[FactoryPlan]:
     """One plan per class result worth pinning: built from a recipe (not from its defaults), or
     not built at all (FXS405) and not covered by another target. Two classes of one name in
-    different modules get their module's name in front of the target name."""
+    different modules get their module's name in front of the target name. A notebook's classes
+    get none: a factory module cannot import them (a factory in the notebook itself can be
+    configured by hand: ``factory = "model.ipynb:build"``)."""
     chosen: list[tuple[Target, Recipe | None]] = []
     for r in sorted(results, key=lambda r: r.target.id):
         t, outcome = r.target, r.outcome
-        if t.kind != "class" or not t.module or outcome.covered_by:
+        if t.kind != "class" or not t.module or outcome.covered_by or is_notebook(t.file):
             continue
         recipe = outcome.build
         if recipe is not None and recipe.kind != "defaults" and outcome.status != "skipped":

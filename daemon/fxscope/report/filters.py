@@ -116,7 +116,7 @@ def is_suppressed(finding: Finding, source: SourceCache) -> bool:
     """Whether the primary line of ``finding`` suppresses its code (``source`` gives the text:
     the disk, or the open editor buffers)."""
     loc = finding.primary
-    text = source.line(loc.file, loc.line)
+    text = source.line_at(loc)
     codes = suppressed_codes(text) if text is not None else None
     return codes is not None and ("ALL" in codes or finding.code in codes)
 

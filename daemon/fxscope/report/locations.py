@@ -17,7 +17,8 @@ from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from fxscope.model import Finding
+from fxscope.model import Finding, Location
+from fxscope.project.notebooks import NotebookError, is_notebook, read_notebook
 
 __all__ = [
     "SourceCache",
@@ -95,9 +96,10 @@ def display_path(file: str, root: Path, cwd: Path | None = None) -> str:
 
 
 def sort_key(finding: Finding) -> tuple[Any, ...]:
-    """Order findings by primary file, line, column, code (then message, for stability)."""
+    """Order findings by primary file, (notebook cell,) line, column, code (then message, for
+    stability)."""
     loc = finding.primary
-    return (loc.outside, loc.file, loc.line, loc.column or 0, finding.code, finding.message)
+    return (loc.outside, loc.file, loc.cell or 0, loc.line, loc.column or 0, finding.code, finding.message)
 
 
 def split_source_lines(text: str) -> list[str]:
@@ -113,7 +115,8 @@ class SourceCache:
     """Reads each source file at most once; missing or unreadable files give None.
 
     ``texts`` (absolute path -> text, e.g. a snapshot's open editor buffers) win over the disk, so
-    suppressions and snippets follow what the user sees.
+    suppressions and snippets follow what the user sees. A notebook's lines are its code lines
+    (its code cells one after the other, as written).
 
     >>> SourceCache(Path("/w"), {"/w/m.py": "a\\nb  # fxscope: ignore\\n"}).line("m.py", 2)
     'b  # fxscope: ignore'
@@ -123,6 +126,7 @@ class SourceCache:
         self.root = root
         self._texts = dict(texts or {})
         self._files: dict[str, list[str] | None] = {}
+        self._cells: dict[str, dict[int, list[str]]] = {}
 
     def lines(self, file: str) -> list[str] | None:
         """All lines of ``file`` (without line endings), or None when it cannot be read."""
@@ -138,6 +142,12 @@ class SourceCache:
                 except OSError:
                     self._files[file] = None
                     return None
+            if is_notebook(file):
+                try:
+                    text = read_notebook(text).text
+                except NotebookError:
+                    self._files[file] = None
+                    return None
             self._files[file] = split_source_lines(text)
         return self._files[file]
 
@@ -147,3 +157,20 @@ class SourceCache:
         if lines is None or not 1 <= lineno <= len(lines):
             return None
         return lines[lineno - 1]
+
+    def line_at(self, loc: Location) -> str | None:
+        """The line ``loc`` starts on (in its ``cell`` when it has one)."""
+        if loc.cell is None:
+            return self.line(loc.file, loc.line)
+        if loc.file not in self._cells:
+            path = absolute_path(loc.file, self.root)
+            text = self._texts.get(str(path))
+            try:
+                if text is None and source_readable(path, self.root):
+                    text = path.read_text(encoding="utf-8", errors="replace")
+                nb = read_notebook(text) if text is not None else None
+            except (OSError, NotebookError):
+                nb = None
+            self._cells[loc.file] = {c.number: list(c.lines) for c in nb.cells} if nb is not None else {}
+        lines = self._cells[loc.file].get(loc.cell, [])
+        return lines[loc.line - 1] if 1 <= loc.line <= len(lines) else None

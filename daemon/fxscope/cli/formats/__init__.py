@@ -29,12 +29,16 @@ def render(report: Report, fmt: str, *, color: bool, root: Path, **options: Any)
     """Render ``report`` (the typed version-1 report) in format ``fmt``.
 
     ``color`` enables ANSI colours (text only); ``root`` is the workspace root that the report's
-    relative paths start from. ``options`` go to the format's renderer (text: ``show_info``).
+    relative paths start from. Locations in a notebook are shown in their cell. ``options`` go to
+    the format's renderer (text: ``show_info``).
     """
     try:
         name = _MODULES[fmt]
     except KeyError:
         raise ValueError(f"unknown format {fmt!r} (expected one of {', '.join(FORMATS)})") from None
+    from fxscope.report.notebooks import cell_report
+
     module = importlib.import_module(f"{__name__}.{name}")
+    report = cell_report(report, Path(root))  # a notebook's locations name their cell
     out: str = module.render(report, color=color, root=Path(root), **options)
     return out

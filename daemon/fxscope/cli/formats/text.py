@@ -28,6 +28,7 @@ from pathlib import Path
 from fxscope.model import Finding, Location, Report, ReportTarget, Scope, Summary
 from fxscope.model.codes import SEVERITIES
 from fxscope.report.locations import SourceCache, display_path, sort_key
+from fxscope.report.notebooks import cell_label
 
 __all__ = ["hidden_info_lines", "render", "summary_line"]
 
@@ -47,6 +48,9 @@ _INFO_SUMMARY = {
     "FXS406": ("model was built on CPU, not on the meta device",
                "models were built on CPU, not on the meta device",
                "make their constructors device-agnostic"),
+    "FXS407": ("class uses a name that fxscope does not set (a notebook or script statement it does not run)",
+               "classes use names that fxscope does not set (notebook or script statements it does not run)",
+               "they are not traced"),
     "FXS501": ("graph is specialised on an example shape", "graphs are specialised on an example shape",
                "valid only for those shapes"),
 }
@@ -66,7 +70,8 @@ class _Style:
 
 
 def _position(loc: Location) -> str:
-    return f"{loc.line}:{loc.column}" if loc.column is not None else f"{loc.line}"
+    """``12:9``, and in a notebook ``cell 3:12:9``."""
+    return cell_label(loc)
 
 
 def printable(text: object) -> str:
@@ -93,7 +98,7 @@ def _visible_line(text: str) -> str:
 def _snippet(loc: Location, source: SourceCache, style: _Style, sgr: str) -> list[str]:
     """The source line with a caret range under ``column..end_column`` (to the end of the line
     when the range spans lines, under the whole statement when there is no column)."""
-    text = source.line(loc.file, loc.line)
+    text = source.line_at(loc)
     if text is None:
         return []
     text = _visible_line(text.rstrip())
