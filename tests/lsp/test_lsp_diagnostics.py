@@ -141,7 +141,7 @@ async def test_files_changed_outside_the_editor(client: LanguageClient, tmp_path
     await wait_until(lambda: client.registrations, what="the file-watching registration")
     (reg,) = client.registrations
     assert reg.method == types.WORKSPACE_DID_CHANGE_WATCHED_FILES
-    assert {w["globPattern"] for w in reg.register_options["watchers"]} == {"**/*.py", "**/pyproject.toml"}
+    assert {w["globPattern"] for w in reg.register_options["watchers"]} == {"**/*.py", "**/*.ipynb", "**/pyproject.toml"}
     # a generator (not the editor) rewrites a closed file: watchdog notices, the file is re-traced
     text = path.read_text()
     path.write_text(text.replace("        return self.net(x)", "        return self.net(x) / len(x)", 1))

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from lsprotocol import types
@@ -22,6 +23,7 @@ from fxscope.lsp.context import ServerContext
 from fxscope.lsp.positions import split_lines
 from fxscope.lsp.workspaces import Folder, uri_to_path
 from fxscope.model import ClassSummary, Finding
+from fxscope.project.notebooks import notebook_tree, read_notebook
 
 __all__ = ["register", "lens_title", "graph_arguments", "SHOW_GRAPH"]
 
@@ -54,6 +56,8 @@ def _status_title(summary: ClassSummary, untraceable_lines: int) -> str:
         return f"partial · {_plural(summary.nodes, 'node')} · a failing submodule kept as a leaf"
     if status == "skipped" and summary.reason and summary.reason.startswith("built by the factory target"):
         return f"traced: {summary.reason}"
+    if status == "skipped" and summary.reason_code == "FXS407":
+        return "not traced: uses a name set by code fxscope does not run (FXS407)"
     if status == "skipped":
         return "not traced: needs constructor arguments (configure a factory)"
     if status == "pending":
@@ -79,10 +83,11 @@ def graph_arguments(summary: ClassSummary, folder_uri: str) -> list[str | None] 
     return [summary.targets[0], module, folder_uri]
 
 
-def _class_ends(text: str) -> dict[int, int]:
-    """Class line -> last line, from the buffer text (empty when it does not parse)."""
+def _class_ends(text: str, notebook: bool = False) -> dict[int, int]:
+    """Class line -> last line, from the buffer text (empty when it does not parse); in a notebook,
+    of its code cells (each parsed on its own)."""
     try:
-        tree = ast.parse(text)
+        tree = notebook_tree(read_notebook(text)).tree if notebook else ast.parse(text)
     except (SyntaxError, ValueError):
         return {}
     return {n.lineno: n.end_lineno or n.lineno for n in ast.walk(tree) if isinstance(n, ast.ClassDef)}
@@ -100,16 +105,23 @@ class LensFeature:
         self.ctx = ctx
 
     def _summaries(self, uri: str) -> tuple[Folder, Path, list[str], list[tuple[ClassSummary, str]]] | None:
-        path = uri_to_path(uri)
+        """The folder, file and lines of document ``uri`` and its classes with their titles, each
+        at its line in that document (a notebook cell holds some of its notebook's classes)."""
+        cell = self.ctx.notebooks.cell(uri)
+        path = cell[0].path if cell is not None else uri_to_path(uri)
         folder = self.ctx.folders.for_path(path, create=False)
         if path is None or folder is None or not self.ctx.options_for(folder).enable:
             return None
-        text = self.ctx.documents.text(path) or ""
-        ends = _class_ends(text)
+        text = cell[0].text if cell is not None else self.ctx.documents.text(path) or ""
+        ends = _class_ends(text, notebook=cell is not None)
         findings = folder.workspace.findings_for(path).findings
         out = [(s, lens_title(s, _untraceable_lines(findings, s.line, ends.get(s.line))))
                for s in folder.workspace.classes_in(path)]
-        return folder, path, split_lines(text), out
+        if cell is None:
+            return folder, path, split_lines(text), out
+        here = cell[1]
+        local = [(replace(s, line=s.line - here.first_line + 1), title) for s, title in out if here.holds(s.line)]
+        return folder, path, list(here.lines), local
 
     def code_lens(self, params: types.CodeLensParams) -> list[types.CodeLens] | None:
         found = self._summaries(params.text_document.uri)

@@ -23,6 +23,7 @@ from fxscope.session import SessionSettings
 
 if TYPE_CHECKING:
     from fxscope.lsp.diagnostics import DiagnosticsFeature
+    from fxscope.lsp.notebooks import NotebookFeature
     from fxscope.lsp.progress import ProgressFeature
 
 __all__ = ["Client", "Documents", "ServerContext", "DEFAULT_DEBOUNCE_S"]
@@ -105,11 +106,12 @@ class Documents:
 
 
 class ServerContext:
-    """What the handlers share (see the module docstring). ``diagnostics`` and ``progress`` are
-    set once their features are made."""
+    """What the handlers share (see the module docstring). ``diagnostics``, ``progress`` and
+    ``notebooks`` (the open notebooks and their cells) are set once their features are made."""
 
     diagnostics: DiagnosticsFeature
     progress: ProgressFeature
+    notebooks: NotebookFeature
 
     def __init__(self, client: Client, folders: Folders) -> None:
         self.client = client

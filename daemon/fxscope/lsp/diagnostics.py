@@ -5,6 +5,11 @@ document version) and pull (``textDocument/diagnostic`` with ``resultId``, ``wor
 Rules: results computed for an older document version never replace newer ones; the last
 results stay while a re-trace runs (nothing flashes empty); a pull from a client that cannot be
 told to refresh waits (bounded) until the results for the document's current version are in.
+
+A notebook an editor has open as a notebook (:mod:`fxscope.lsp.notebooks`) gets its diagnostics
+per cell document, mapped through the view of the notebook version they were computed for; a
+notebook that is not open has no document to show them in and gets none (``fxscope check``
+lists them).
 """
 
 from __future__ import annotations
@@ -19,10 +24,12 @@ from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 
 from fxscope.lsp.context import ServerContext
+from fxscope.lsp.notebooks import NotebookView, disk_view
 from fxscope.lsp.positions import PositionEncoder, split_lines
 from fxscope.lsp.workspaces import Folder, path_to_uri, uri_to_path
 from fxscope.model import Finding, Location
 from fxscope.model.codes import CODES_URL
+from fxscope.project.notebooks import is_notebook
 from fxscope.session import FileFindings, ResultsEvent
 
 __all__ = ["CODES_URL", "DiagnosticsFeature", "to_diagnostic", "resolve_file", "register"]
@@ -59,18 +66,29 @@ def _scope_label(path: str, type_name: str) -> str:
 
 
 def _location(root: Path, loc: Location, encoder: PositionEncoder, texts: TextSource) -> types.Location:
-    path = resolve_file(root, loc.file)
-    lines = texts.lines(path)
-    return types.Location(uri=path_to_uri(path),
-                          range=encoder.range(lines, loc.line, loc.column, loc.end_line, loc.end_column))
+    uri, lines, local = texts.place(root, loc)
+    return types.Location(uri=uri, range=encoder.range(lines, local.line, local.column, local.end_line,
+                                                       local.end_column))
 
 
 class TextSource:
-    """Lines of files by path: open buffers first, then the disk (read once per conversion)."""
+    """Lines of files by path: open buffers first, then the disk (read once per conversion); a
+    location in a notebook of ``views`` is in one of its cells."""
 
-    def __init__(self, buffers: dict[Path, str] | None = None) -> None:
+    def __init__(self, buffers: dict[Path, str] | None = None, views: dict[Path, NotebookView] | None = None) -> None:
         self._buffers = buffers or {}
+        self._views = views or {}
         self._cache: dict[Path, list[str]] = {}
+
+    def place(self, root: Path, loc: Location) -> tuple[str, list[str], Location]:
+        """The document ``loc`` is shown in (its uri and lines) and ``loc`` in that document."""
+        path = resolve_file(root, loc.file)
+        view = self._views.get(path)
+        found = view.local(loc) if view is not None else None
+        if found is not None:
+            cell, local = found
+            return cell.uri, list(cell.lines), local
+        return path_to_uri(path), self.lines(path), loc
 
     def lines(self, path: Path) -> list[str]:
         cached = self._cache.get(path)
@@ -116,9 +134,9 @@ def to_diagnostic(finding: Finding, path: Path, root: Path, encoder: PositionEnc
     """The diagnostic of ``finding`` in ``path``, at its primary location (its anchor when the
     failing code is in an installed library), with the library location, the call chain and the
     other module scopes as related information."""
-    shown = finding.primary
-    rng = encoder.range(texts.lines(path), shown.line, shown.column, shown.end_line, shown.end_column)
-    related = _related(finding, root, types.Location(uri=path_to_uri(path), range=rng), encoder, texts)
+    uri, lines, shown = texts.place(root, finding.primary)
+    rng = encoder.range(lines, shown.line, shown.column, shown.end_line, shown.end_column)
+    related = _related(finding, root, types.Location(uri=uri, range=rng), encoder, texts)
     message = finding.message
     if finding.scopes:
         message += f"\nin {_scope_label(finding.scopes[0].path, finding.scopes[0].type)}"
@@ -135,7 +153,7 @@ def to_diagnostic(finding: Finding, path: Path, root: Path, encoder: PositionEnc
         source=SOURCE,
         tags=[types.DiagnosticTag.Unnecessary] if finding.code in _UNNECESSARY else None,
         related_information=related or None,
-        data={"target": finding.target, "code": finding.code},
+        data={"target": finding.target, "code": finding.code, "uri": uri},
     )
 
 
@@ -151,6 +169,7 @@ class DiagnosticsFeature:
     def __init__(self, ctx: ServerContext) -> None:
         self.ctx = ctx
         self._published: dict[str, _Published] = {}  # what each document's client shows
+        self._cells_shown: dict[Path, set[str]] = {}  # open notebook -> its cells that show diagnostics
         self._changed: asyncio.Event | None = None
         self._refresh_pending = False
 
@@ -168,8 +187,9 @@ class DiagnosticsFeature:
         return bool(ws and ws.diagnostics and ws.diagnostics.refresh_support)
 
     # ------------------------------------------------------------------ conversion
-    def diagnostics_for(self, folder: Folder, path: Path, findings: Sequence[Finding]) -> list[types.Diagnostic]:
-        texts = TextSource(self.ctx.documents.buffers())
+    def diagnostics_for(self, folder: Folder, path: Path, findings: Sequence[Finding],
+                        view: NotebookView | None = None) -> list[types.Diagnostic]:
+        texts = TextSource(self.ctx.documents.buffers(), {path: view} if view is not None else None)
         out = []
         for f in findings:
             try:
@@ -177,6 +197,27 @@ class DiagnosticsFeature:
             except Exception:  # one odd finding must not hide the others
                 log.exception("could not convert a %s finding in %s", f.code, path)
         return out
+
+    def cell_diagnostics(self, folder: Folder, path: Path,
+                         ff: FileFindings) -> dict[str, list[types.Diagnostic]] | None:
+        """The diagnostics of an open notebook's findings by cell document, mapped through the view
+        of the version they were computed for (None when that version is no longer known)."""
+        current = self.ctx.notebooks.view(path)
+        if current is None:
+            return None
+        view = self.ctx.notebooks.view(path, ff.version) if ff.version is not None else disk_view(path, current)
+        if view is None:
+            return None
+        by_cell: dict[str, list[types.Diagnostic]] = {c.uri: [] for c in current.cells}
+        for diagnostic in self.diagnostics_for(folder, path, ff.findings, view):
+            if view.cell(self._uri_of(diagnostic)) is not None:
+                by_cell.setdefault(self._uri_of(diagnostic), []).append(diagnostic)
+        return by_cell
+
+    @staticmethod
+    def _uri_of(diagnostic: types.Diagnostic) -> str:
+        data = diagnostic.data if isinstance(diagnostic.data, dict) else {}
+        return str(data.get("uri", ""))
 
     def _findings(self, folder: Folder, path: Path) -> FileFindings | None:
         if not self.ctx.options_for(folder).enable:
@@ -217,6 +258,10 @@ class DiagnosticsFeature:
     def publish(self, folder: Folder, path: Path, found: FileFindings | None = None, *, force: bool = False) -> None:
         """Push the findings of ``path`` (``found``, else the workspace's) unless they are older
         than what the client has."""
+        if is_notebook(path):
+            if self.ctx.notebooks.is_open(path):
+                self._publish_notebook(folder, path, found, force=force)
+            return  # a notebook not open as one has no document to show them in
         uri = path_to_uri(path)
         ff = found if found is not None else self._findings(folder, path)
         open_version = self.ctx.documents.version(path)
@@ -239,6 +284,51 @@ class DiagnosticsFeature:
             return  # nothing was shown for this closed file: nothing to clear
         self._published[uri] = _Published(version, ff.result_id)
         self._send(uri, diagnostics, version)
+
+    def _publish_notebook(self, folder: Folder, path: Path, found: FileFindings | None, *, force: bool) -> None:
+        """Push an open notebook's findings to its cells (and clear the cells that have none now)."""
+        key = path_to_uri(path)
+        ff = found if found is not None else self._findings(folder, path)
+        last = self._published.get(key)
+        shown = self._cells_shown.get(path, set())
+        if ff is None:  # disabled: clear
+            for uri in sorted(shown):
+                self._send(uri, [], None)
+            self._cells_shown.pop(path, None)
+            self._published.pop(key, None)
+            return
+        open_version = self.ctx.documents.version(path)
+        if last is not None and last.version is not None and (ff.version is None or ff.version < last.version):
+            return  # older than what the client shows
+        if open_version is not None and ff.version is not None and ff.version > open_version:
+            return
+        if not force and last is not None and last.version == ff.version and last.result_id == ff.result_id:
+            return
+        by_cell = self.cell_diagnostics(folder, path, ff)
+        if by_cell is None:
+            return
+        self._published[key] = _Published(ff.version, ff.result_id)
+        for uri in sorted(set(by_cell) | shown):
+            if by_cell.get(uri) or uri in shown:
+                self._send(uri, by_cell.get(uri, []), None)
+        self._cells_shown[path] = {uri for uri, items in by_cell.items() if items}
+
+    def cells_removed(self, path: Path, uris: Sequence[str]) -> None:
+        """Cells left an open notebook: what they showed goes with them."""
+        shown = self._cells_shown.get(path, set())
+        for uri in uris:
+            if uri in shown:
+                shown.discard(uri)
+                if not self.pull:
+                    self._send(uri, [], None)
+
+    def notebook_closed(self, path: Path, uris: Sequence[str]) -> None:
+        """The notebook was closed: its cells show nothing any more."""
+        shown = self._cells_shown.pop(path, set())
+        self._published.pop(path_to_uri(path), None)
+        if not self.pull:
+            for uri in sorted(shown | set(uris)):
+                self._send(uri, [], None)
 
     def _version(self, path: Path, ff: FileFindings, open_version: int | None) -> int | None:
         """The document version ``ff`` is for, as the client is told (None: a closed file)."""
@@ -301,7 +391,12 @@ class DiagnosticsFeature:
         return self._findings(folder, path)
 
     async def pull_document(self, params: types.DocumentDiagnosticParams) -> types.DocumentDiagnosticReport:
+        cell = self.ctx.notebooks.cell(params.text_document.uri)
+        if cell is not None:
+            return await self._pull_cell(params, cell[0].path)
         path = uri_to_path(params.text_document.uri)
+        if path is not None and is_notebook(path):
+            return types.RelatedFullDocumentDiagnosticReport(items=[], result_id="notebook")
         folder = self.ctx.folders.for_path(path)
         if path is None or folder is None:
             return types.RelatedFullDocumentDiagnosticReport(items=[], result_id="none")
@@ -312,6 +407,19 @@ class DiagnosticsFeature:
             return types.RelatedUnchangedDocumentDiagnosticReport(result_id=ff.result_id)
         return types.RelatedFullDocumentDiagnosticReport(
             items=self.diagnostics_for(folder, path, ff.findings), result_id=ff.result_id)
+
+    async def _pull_cell(self, params: types.DocumentDiagnosticParams, path: Path) -> types.DocumentDiagnosticReport:
+        """The diagnostics of one cell of an open notebook."""
+        folder = self.ctx.folders.for_path(path, create=False)
+        ff = await self._current(folder, path) if folder is not None else None
+        by_cell = self.cell_diagnostics(folder, path, ff) if folder is not None and ff is not None else None
+        if ff is None or by_cell is None:
+            return types.RelatedFullDocumentDiagnosticReport(items=[], result_id="disabled" if ff is None else "none")
+        result_id = f"{ff.result_id}:{ff.version}"
+        if params.previous_result_id == result_id:
+            return types.RelatedUnchangedDocumentDiagnosticReport(result_id=result_id)
+        return types.RelatedFullDocumentDiagnosticReport(items=by_cell.get(params.text_document.uri, []),
+                                                         result_id=result_id)
 
     def _workspace_item(self, folder: Folder, path: Path, previous: dict[str, str]
                         ) -> types.WorkspaceDocumentDiagnosticReport:
@@ -335,11 +443,25 @@ class DiagnosticsFeature:
                 p = uri_to_path(uri)
                 if p is not None and self.ctx.folders.for_path(p, create=False) is folder:
                     paths.add(p)
+            paths.update(p for p in self.ctx.notebooks.open_paths()
+                         if self.ctx.folders.for_path(p, create=False) is folder)
             for path in sorted(paths):
-                if path_to_uri(path) not in seen:
+                if is_notebook(path):
+                    items.extend(self._notebook_items(folder, path))
+                elif path_to_uri(path) not in seen:
                     seen.add(path_to_uri(path))
                     items.append(self._workspace_item(folder, path, previous))
         return types.WorkspaceDiagnosticReport(items=items)
+
+    def _notebook_items(self, folder: Folder, path: Path) -> list[types.WorkspaceDocumentDiagnosticReport]:
+        """An open notebook's diagnostics, one item per cell (none for a notebook not open)."""
+        ff = self._findings(folder, path) if self.ctx.notebooks.is_open(path) else None
+        by_cell = self.cell_diagnostics(folder, path, ff) if ff is not None else None
+        if ff is None or by_cell is None:
+            return []
+        return [types.WorkspaceFullDocumentDiagnosticReport(uri=uri, version=None, items=items,
+                                                            result_id=f"{ff.result_id}:{ff.version}")
+                for uri, items in by_cell.items()]
 
 
 def register(ls: LanguageServer, ctx: ServerContext) -> DiagnosticsFeature:

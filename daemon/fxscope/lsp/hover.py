@@ -1,5 +1,6 @@
 """Hover: the graph nodes a line produced, grouped by module instance (identical instances
-collapsed, "× 12"), and the summary of an ``nn.Module`` class under the cursor.
+collapsed, "× 12"), and the summary of an ``nn.Module`` class under the cursor; in a notebook
+cell too (its lines are the notebook's code lines from the cell's first one).
 
 >>> print(instance_pattern(["blocks.0.attn", "blocks.1.attn", "blocks.11.attn"]))
 blocks.*.attn
@@ -10,6 +11,7 @@ from __future__ import annotations
 import re
 from collections import OrderedDict
 from collections.abc import Sequence
+from pathlib import Path
 
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
@@ -155,18 +157,32 @@ class HoverFeature:
         formats = hover.content_format if hover else None
         return not formats or types.MarkupKind.Markdown in formats
 
+    def _document(self, uri: str) -> tuple[Path, list[str], int] | None:
+        """The file a document's lines are in, the document's lines and the file line of its
+        first line (a notebook cell is part of its notebook's code)."""
+        found = self.ctx.notebooks.cell(uri)
+        if found is not None:
+            view, cell = found
+            return view.path, list(cell.lines), cell.first_line
+        path = uri_to_path(uri)
+        if path is None:
+            return None
+        return path, split_lines(self.ctx.documents.text(path) or ""), 1
+
     def hover(self, params: types.HoverParams) -> types.Hover | None:
         """The class summary under the cursor, else the graph nodes of the line."""
-        path = uri_to_path(params.text_document.uri)
+        document = self._document(params.text_document.uri)
+        path = document[0] if document is not None else None
         folder = self.ctx.folders.for_path(path, create=False)
-        if path is None or folder is None or not self.ctx.options_for(folder).enable:
+        if document is None or path is None or folder is None or not self.ctx.options_for(folder).enable:
             return None
-        lines = split_lines(self.ctx.documents.text(path) or "")
+        _, lines, first = document
         if params.position.line >= len(lines):
             return None
-        line_no, column = self.ctx.encoder.to_store(lines, params.position)
+        line_in_doc, column = self.ctx.encoder.to_store(lines, params.position)
+        line_no = first + line_in_doc - 1
         classes = folder.workspace.classes_in(path)
-        text = self.class_hover(folder, classes, lines[line_no - 1], line_no, column)
+        text = self.class_hover(folder, classes, lines[line_in_doc - 1], line_no, column)
         if text is None:
             owner = max((s for s in classes if s.line <= line_no), key=lambda s: s.line, default=None)
             text = nodes_markdown(folder.workspace.nodes_at(path, line_no), self.markdown,

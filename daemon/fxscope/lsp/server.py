@@ -1,6 +1,6 @@
 """The fxscope language server (pygls 2): the process, its transport and the registration of
-every handler module (lifecycle, documents, configuration, folders, diagnostics, hover, code lens,
-code actions, commands). One :class:`~fxscope.session.Workspace` per workspace folder does the
+every handler module (lifecycle, documents, notebooks, configuration, folders, diagnostics, hover,
+code lens, code actions, commands). One :class:`~fxscope.session.Workspace` per workspace folder does the
 work; this process never imports torch and never traces (the Workspace's worker pool does).
 
 Robustness: a malformed request gets an error response (never a crash or a hang), requests after
@@ -31,7 +31,7 @@ from pygls.protocol import LanguageServerProtocol
 
 from fxscope import __version__
 from fxscope.lsp import (code_actions, code_lens, commands, configuration, diagnostics, documents, folders, hover,
-                         lifecycle)
+                         lifecycle, notebooks)
 from fxscope.lsp.context import DEFAULT_DEBOUNCE_S, ServerContext
 from fxscope.lsp.progress import ProgressFeature
 from fxscope.lsp.workspaces import Folders
@@ -114,7 +114,7 @@ class FxscopeServer(LanguageServer):
 
     def __init__(self) -> None:
         super().__init__("fxscope", __version__, text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
-                         protocol_cls=FxscopeProtocol, max_workers=4)
+                         notebook_document_sync=notebooks.SYNC_OPTIONS, protocol_cls=FxscopeProtocol, max_workers=4)
         self.loop: asyncio.AbstractEventLoop | None = None
         self.tcp = False
         self._closed = False
@@ -124,11 +124,13 @@ class FxscopeServer(LanguageServer):
         self.ctx = ServerContext(self, Folders(self._make_workspace))
         self.folder_feature = folders.FolderFeature(self.ctx)
         self.ctx.progress = ProgressFeature(self.ctx)
+        self.ctx.notebooks = notebooks.NotebookFeature(self)
         self.ctx.diagnostics = diagnostics.register(self, self.ctx)
         lifecycle.register(self, self.ctx, self, self.folder_feature, lambda: self.tcp)
         configuration.register(self, self.ctx)
         folders.register(self, self.ctx, self.folder_feature)
         documents.register(self, self.ctx, self.folder_feature)
+        notebooks.register(self, self.ctx, self.folder_feature)
         hover.register(self, self.ctx)
         code_lens.register(self, self.ctx)
         code_actions.register(self, self.ctx)

@@ -18,20 +18,22 @@ __all__ = ["FolderWatcher", "WATCH_GLOBS", "is_relevant"]
 log = logging.getLogger("fxscope.lsp")
 
 #: What the client is asked to watch (``workspace/didChangeWatchedFiles`` registration).
-WATCH_GLOBS = ("**/*.py", "**/pyproject.toml")
+WATCH_GLOBS = ("**/*.py", "**/*.ipynb", "**/pyproject.toml")
 _IGNORED_DIRS = {".git", ".hg", ".svn", "__pycache__", ".fxscope_cache", ".venv", "venv", ".tox", ".nox",
-                 "node_modules", "build", "dist", ".mypy_cache", ".pytest_cache", ".ruff_cache", "site-packages"}
+                 "node_modules", "build", "dist", ".mypy_cache", ".pytest_cache", ".ruff_cache", "site-packages",
+                 ".ipynb_checkpoints"}
 #: Quiet time before a batch of disk changes is handed to the Workspace.
 BATCH_S = 0.15
 
 
 def is_relevant(path: Path, root: Path) -> bool:
-    """A Python file or pyproject.toml under ``root``, outside caches, VCS and virtual envs.
+    """A Python file, a notebook or pyproject.toml under ``root``, outside caches, VCS and virtual
+    envs.
 
     >>> is_relevant(Path("/r/pkg/m.py"), Path("/r")), is_relevant(Path("/r/.venv/x.py"), Path("/r"))
     (True, False)
     """
-    if path.suffix != ".py" and path.name != "pyproject.toml":
+    if path.suffix not in (".py", ".ipynb") and path.name != "pyproject.toml":
         return False
     try:
         rel = path.relative_to(root)

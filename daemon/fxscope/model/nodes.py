@@ -95,7 +95,8 @@ class ClassSummary:
     submodules kept as leaves; ``findings``: how many findings lie in its file and line range;
     ``reason``: why it was skipped or failed, when it was; ``build`` and ``provenance``: how
     fxscope built its target on its own (``ViT(dim=64)``, ``as in README.md:42``), when it did so
-    from something other than the constructor's defaults."""
+    from something other than the constructor's defaults; ``reason_code``: the code of the finding
+    that says why it was skipped (``FXS405``, ``FXS407``)."""
 
     file: str
     line: int
@@ -110,6 +111,7 @@ class ClassSummary:
     reason: str | None = None
     build: str | None = None
     provenance: str | None = None
+    reason_code: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-able dict of every field."""
@@ -117,7 +119,8 @@ class ClassSummary:
                 "type_name": self.type_name, "targets": list(self.targets), "status": self.status,
                 "nodes": self.nodes, "instances": list(self.instances),
                 "leaf_children": list(self.leaf_children), "findings": self.findings,
-                "reason": self.reason, "build": self.build, "provenance": self.provenance}
+                "reason": self.reason, "build": self.build, "provenance": self.provenance,
+                "reason_code": self.reason_code}
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> ClassSummary:
@@ -129,7 +132,7 @@ class ClassSummary:
             instances=tuple(data.get("instances") or ()),
             leaf_children=tuple(data.get("leaf_children") or ()),
             findings=int(data.get("findings", 0)), reason=data.get("reason"),
-            build=data.get("build"), provenance=data.get("provenance"),
+            build=data.get("build"), provenance=data.get("provenance"), reason_code=data.get("reason_code"),
         )
 
 

@@ -327,7 +327,7 @@ def _summary(file: str, line: int, names: tuple[str, str], target: Target | None
     qualname, type_name = names
     others = sorted({i.target for i in seen} - {target.id if target else ""})
     targets = ([target.id] if target else []) + others
-    reason = None
+    reason = reason_code = None
     nodes = 0
     build = provenance = None
     reached = [i for i in seen if i.module.status in REACHED]
@@ -342,6 +342,7 @@ def _summary(file: str, line: int, names: tuple[str, str], target: Target | None
             reason = f"built by the factory target `{outcome.covered_by}`"
         elif status in ("skipped", "error", "failed"):
             reason = stored.findings[0].message if stored.findings else None
+            reason_code = stored.findings[0].code if stored.findings else None
         if outcome.build is not None and outcome.build.kind != "defaults" and status != "skipped":
             build, provenance = outcome.build.text, outcome.build.provenance()
     elif seen:
@@ -350,7 +351,7 @@ def _summary(file: str, line: int, names: tuple[str, str], target: Target | None
         status = "not-traced"
     instances = tuple(sorted({i.module.path for i in seen}))
     return ClassSummary(file, line, qualname, type_name, tuple(targets), status, nodes, instances, (), 0, reason,
-                        build, provenance)
+                        build, provenance, reason_code)
 
 
 def _built_from_defaults(result: TargetResult) -> bool:
