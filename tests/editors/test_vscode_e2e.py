@@ -52,7 +52,8 @@ def vsix() -> Path:
 
 
 def _drive(vsix: Path, workspace: Path, scratch: Path, *, trusted: bool, expect: str,
-           python: str = sys.executable) -> dict:
+           python: str = sys.executable, file: str = UNTRACEABLE, hover: tuple[int, int] = (QKV_LINE, QKV_COLUMN),
+           graph_line: int = TRANSFORMER_FORWARD_LINE) -> dict:
     env = dict(os.environ)
     env.update(
         FXSCOPE_CODE_SERVER=code_server() or "",
@@ -62,10 +63,10 @@ def _drive(vsix: Path, workspace: Path, scratch: Path, *, trusted: bool, expect:
         FXSCOPE_WORKSPACE=str(workspace),
         FXSCOPE_PYTHON=python,
         FXSCOPE_EXPECT_MISSING="0" if python == sys.executable else "1",
-        FXSCOPE_FILE=UNTRACEABLE,
-        FXSCOPE_HOVER_LINE=str(QKV_LINE),
-        FXSCOPE_HOVER_COLUMN=str(QKV_COLUMN),
-        FXSCOPE_GRAPH_LINE=str(TRANSFORMER_FORWARD_LINE),
+        FXSCOPE_FILE=file,
+        FXSCOPE_HOVER_LINE=str(hover[0]),
+        FXSCOPE_HOVER_COLUMN=str(hover[1]),
+        FXSCOPE_GRAPH_LINE=str(graph_line),
         FXSCOPE_EXPECT=expect,
         FXSCOPE_TRUSTED="1" if trusted else "0",
         FXSCOPE_E2E_TMP=str(scratch),
@@ -107,6 +108,32 @@ def test_vsix_in_code_server_shows_diagnostics_and_hover(vsix: Path, tmp_path: P
     assert f"Ln {QKV_LINE}," in graph.get("afterClick", ""), _explain(result)
     # ... and the editor cursor on that line highlights its nodes in both block graphs.
     assert sorted(graph.get("highlighted") or []) == sorted(["qkv", "chunk", "getitem", "getitem_1", "getitem_2"] * 2), _explain(result)
+
+
+NOTEBOOK_CELLS = [
+    "# Exploring a model",
+    ("code", "import torch\nfrom torch import nn\n%matplotlib inline"),
+    ("code", "class Gate(nn.Module):\n    def forward(self, x):\n        if x.sum() > 0:\n            x = x * 2\n"
+             "        return x"),
+    ("code", "model = Gate()\nfor step in range(3):\n    model(torch.randn(2))"),
+]
+
+
+def test_notebook_cells_show_diagnostics_in_code_server(vsix: Path, tmp_path: Path) -> None:
+    """VS Code's notebook editor (code-server's built-in ipynb support): the notebook's untraceable
+    line is a diagnostic of its cell, at the line inside the cell."""
+    from fxscope.project.notebooks import make_notebook
+
+    ws = copy_examples(tmp_path)
+    (ws / "notebooks").mkdir()
+    (ws / "notebooks" / "explore.ipynb").write_text(make_notebook(NOTEBOOK_CELLS), encoding="utf-8")
+    result = _drive(vsix, ws, tmp_path / "notebook", trusted=True, expect="x.sum() > 0",
+                    file="notebooks/explore.ipynb", hover=(0, 1), graph_line=0)
+    assert not result["errors"], _explain(result)
+    rows = [p for p in result["problems"] if "x.sum() > 0" in p]
+    # the cell's third line, column 12: positions inside the cell, not in the .ipynb file
+    assert any("FXS101" in p and "[Ln 3, Col 12]" in p for p in rows), _explain(result)
+    assert result.get("cellSquiggles", 0) >= 1, _explain(result)
 
 
 def test_untrusted_workspace_does_not_start_the_server(vsix: Path, tmp_path: Path) -> None:

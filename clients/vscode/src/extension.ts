@@ -157,7 +157,12 @@ class Extension implements vscode.Disposable {
     const folder = vscode.workspace.workspaceFolders![0];
     const server: LspServerOptions = { command, args, options: { cwd: folder.uri.fsPath, env: { ...process.env, PYTHONUNBUFFERED: "1" } } };
     const clientOptions: LanguageClientOptions = {
-      documentSelector: [{ scheme: "file", language: "python" }],
+      // Python files, and the Python cells of Jupyter notebooks (the server declares
+      // notebookDocumentSync for them, so cells are synced as part of their notebook).
+      documentSelector: [
+        { scheme: "file", language: "python" },
+        { notebook: { notebookType: "jupyter-notebook" }, language: "python" },
+      ],
       outputChannel: this.output,
       traceOutputChannel: this.output,
       initializationOptions: serverOptions(settings),

@@ -6,7 +6,8 @@
 //   FXSCOPE_CODE_SERVER  code-server executable     FXSCOPE_E2E_NODE_BIN  dir of the Node it needs
 //   FXSCOPE_CHROMIUM     Chromium executable        FXSCOPE_VSIX          the extension package
 //   FXSCOPE_WORKSPACE    folder to open             FXSCOPE_PYTHON        interpreter with fxscope
-//   FXSCOPE_FILE         file to open (relative)    FXSCOPE_HOVER_LINE    1-based line to hover
+//   FXSCOPE_FILE         file to open (relative; a .ipynb opens in the notebook editor)
+//   FXSCOPE_HOVER_LINE   1-based line to hover (0: none)
 //   FXSCOPE_HOVER_COLUMN 1-based column to hover    FXSCOPE_EXPECT        lines the Problems panel must show
 //   FXSCOPE_GRAPH_LINE   1-based line inside the class whose graph to show
 //   FXSCOPE_TRUSTED      "0" to open the folder untrusted (the server must not start)
@@ -190,6 +191,11 @@ try {
   }
   log("problems:", JSON.stringify(result.problems));
   log("status:", result.status);
+  if (file.endsWith(".ipynb")) {
+    // A notebook opens in the notebook editor: its cells' editors show the diagnostics.
+    result.cellSquiggles = await page.locator(".notebookOverlay .cell-editor-container .squiggly-error").count();
+    log("cell squiggles:", result.cellSquiggles);
+  }
 
   if (trusted && hoverLine > 0) {
     // Go to the line and ask for the hover there.
