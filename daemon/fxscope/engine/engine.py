@@ -45,8 +45,9 @@ __all__ = ["ABSENT", "Engine", "ProgressEvent", "installed_torch_version"]
 ABSENT = "absent"
 
 #: Version of what the engine stores per target (2: root-relative paths; 3: class targets carry the
-#: key of the recipes they were built from, and their build); part of every cache key.
-PAYLOAD_FORMAT = 3
+#: key of the recipes they were built from, and their build; 4: notebooks, and scripts imported
+#: without their work); part of every cache key.
+PAYLOAD_FORMAT = 4
 
 #: Characters of a job's captured stdout/stderr kept with its result (the tail).
 OUTPUT_KEPT = 8192

@@ -6,7 +6,7 @@ as Python runs them; an import that fails fails the module (FXS402, as for any f
 are evaluated by :class:`Evaluator`: literals, names already set, attributes, subscripts,
 arithmetic and comparisons, and calls of constructors fxscope makes on its own (configuration
 classes: dataclasses, named tuples, ``*Config`` and ``*Args`` classes, transformers configs;
-``torch.device`` and torch's other plain classes; containers, ``functools.partial``, namespaces;
+``torch.device``, ``torch.Size``; containers, ``functools.partial``, namespaces;
 ``math`` functions; ``torch.cuda.is_available()``). A model (an ``nn.Module``) is never built
 there: fxscope builds classes itself, on the meta device. Every other statement is skipped, and
 so is an assignment the evaluator refuses or whose constructor raises; a name a skipped statement
@@ -70,6 +70,7 @@ _COMPARE: dict[type, Callable[[Any, Any], Any]] = {
 }
 #: Functions (not classes) an assignment may call.
 _FUNCTIONS: tuple[Any, ...] = (dict, list, tuple, set, frozenset, range, slice, int, float, str, bool, complex, bytes,
+                               bytearray,
                                min, max, abs, round, len, sorted, reversed, enumerate, zip, divmod, pow,
                                functools.partial, types.SimpleNamespace, collections.OrderedDict,
                                collections.namedtuple, collections.defaultdict)
@@ -81,6 +82,18 @@ _CONFIG_SUFFIXES = ("Config", "Configuration", "Args", "Arguments", "Params", "P
 #: Bounds on values an assignment may compute (``"x" * 10**9`` is not a configuration).
 _MAX_ITEMS = 1_000_000
 _MAX_EXPONENT = 4096
+
+
+#: Functions that build a container as large as their argument says.
+_MATERIALISING: tuple[Any, ...] = (list, tuple, set, frozenset, sorted, bytes, bytearray, dict, enumerate, zip,
+                                   reversed, collections.OrderedDict, collections.defaultdict)
+
+
+def _too_many(value: Any) -> bool:
+    """An argument that would make a container larger than :data:`_MAX_ITEMS`."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value > _MAX_ITEMS
+    return isinstance(value, range) and len(value) > _MAX_ITEMS
 
 
 class NotAllowed(Exception):
@@ -105,15 +118,16 @@ def _is_torch_module_class(obj: Any) -> bool:
 
 def _is_config_class(cls: type) -> bool:
     """A class whose construction only records settings: a dataclass, a named tuple, a class named
-    like a configuration, a transformers ``PretrainedConfig``, an enum, torch's plain classes
-    (``torch.device``, ``torch.Size``)."""
-    if _is_torch_module_class(cls):
+    like a configuration, a transformers ``PretrainedConfig``, an enum, ``torch.device`` and
+    ``torch.Size`` (never a tensor or a module)."""
+    torch = sys.modules.get("torch")
+    if _is_torch_module_class(cls) or (torch is not None and issubclass(cls, torch.Tensor)):
         return False
+    if torch is not None and cls in (torch.device, torch.Size):
+        return True
     if dataclasses.is_dataclass(cls) or (issubclass(cls, tuple) and hasattr(cls, "_fields")):
         return True
     if issubclass(cls, enum.Enum) or cls.__name__.endswith(_CONFIG_SUFFIXES):
-        return True
-    if getattr(cls, "__module__", None) == "torch":
         return True
     return any(base.__name__ == "PretrainedConfig" and (base.__module__ or "").startswith("transformers")
                for base in cls.__mro__)
@@ -257,6 +271,8 @@ class Evaluator:
                 kwargs.update(mapping)
             else:
                 kwargs[keyword.arg] = self.value(keyword.value)
+        if any(func is f for f in _MATERIALISING) and any(_too_many(a) for a in (*args, *kwargs.values())):
+            raise NotAllowed(f"`{_text(node)}` is too large")
         return func(*args, **kwargs)
 
     def _check_callable(self, func: Any, node: ast.Call) -> None:

@@ -192,8 +192,14 @@ try {
   log("problems:", JSON.stringify(result.problems));
   log("status:", result.status);
   if (file.endsWith(".ipynb")) {
-    // A notebook opens in the notebook editor: its cells' editors show the diagnostics.
-    result.cellSquiggles = await page.locator(".notebookOverlay .cell-editor-container .squiggly-error").count();
+    // A notebook opens in the notebook editor: its cells' editors show the diagnostics (drawn a
+    // little after the Problems panel lists them).
+    const squiggles = page.locator(".notebookOverlay .cell-editor-container .squiggly-error");
+    for (let i = 0; i < 60 && Date.now() < deadline; i++) {
+      result.cellSquiggles = await squiggles.count();
+      if (result.cellSquiggles > 0) break;
+      await sleep(500);
+    }
     log("cell squiggles:", result.cellSquiggles);
   }
 

@@ -48,9 +48,9 @@ _INFO_SUMMARY = {
     "FXS406": ("model was built on CPU, not on the meta device",
                "models were built on CPU, not on the meta device",
                "make their constructors device-agnostic"),
-    "FXS407": ("class uses a name that fxscope does not set (a notebook or script statement it does not run)",
-               "classes use names that fxscope does not set (notebook or script statements it does not run)",
-               "they are not traced"),
+    "FXS407": ("class uses a name only a notebook or script statement fxscope skips would set",
+               "classes use names only notebook or script statements fxscope skips would set",
+               "not traced"),
     "FXS501": ("graph is specialised on an example shape", "graphs are specialised on an example shape",
                "valid only for those shapes"),
 }
