@@ -111,7 +111,7 @@ REPOS: tuple[Repo, ...] = (
     Repo("karpathy/minGPT", "37baab71b9abea1b76ab957409a1cc2fbfba8a26", "GPT LLM (CfgNode config)",
          before=Figures(classes=4, reached=1, errors=0, fxs405=3)),
     Repo("pytorch-labs/gpt-fast", "32971d3129541c5bfb4f715abc33d1c5f408d204",
-         "LLaMA-style LLM (rotary, KV cache, from_name)",
+         "LLaMA-style LLM (rotary, KV cache, from_name)", ("sentencepiece",),
          before=Figures(classes=15, reached=0, errors=0, fxs405=15)),
     Repo("lucidrains/vit-pytorch", "69d24fe9e3024c0d4b02761123b8583a24ebed1e", "ViT collection", ("einops",),
          before=Figures(classes=356, reached=29, errors=31, fxs405=339), needs_torchvision=True),
@@ -135,6 +135,7 @@ REPOS: tuple[Repo, ...] = (
     Repo("lucidrains/vector-quantize-pytorch", "0d7d1aa83334b6f2f8a40306bece75cdaa13d065", "vector quantisers",
          ("einops", "einx"), before=Figures(classes=21, reached=2, errors=3, fxs405=18)),
     Repo("pytorch/examples", "77f55b912142e11fcfdf5b530231fb9c52f181e8", "PyTorch examples",
+         ("gymnasium", "tabulate"),
          before=Figures(classes=67, reached=18, errors=13, fxs405=41)),
     Repo("eriklindernoren/PyTorch-GAN", "36d3c77e5ff20ebe0aeefd322326a134a279b93e", "GAN collection",
          before=Figures(classes=96, reached=27, errors=30, fxs405=35)),
@@ -356,8 +357,12 @@ def plain_fx(repo_dir: Path, target: dict[str, Any]) -> dict[str, Any]:
     torch.set_num_threads(1)
     here = str(Path(__file__).resolve().parent)
     sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != here]  # user code never comes from here
-    for entry in reversed(python_path(repo_dir)):
+    entries = python_path(repo_dir)
+    for entry in reversed(entries):
         sys.path.insert(0, str(entry))
+    directory = (repo_dir / target["file"]).parent
+    if directory != repo_dir and not (directory / "__init__.py").exists():  # a directory of scripts, as fxscope
+        sys.path.insert(len(entries), str(directory))
     os.chdir(repo_dir)
     try:
         model, concrete = rebuild(repo_dir, target)

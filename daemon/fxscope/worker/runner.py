@@ -212,6 +212,19 @@ def _wrap_functions(names: list[str]) -> tuple[tuple[Callable[..., Any], ...], l
     return tuple(functions), problems
 
 
+def _script_directory(root: str, file: str) -> str | None:
+    """The directory of a target's file when it is a directory of scripts rather than a package
+    (no ``__init__.py``) below the root: its files import their siblings by bare name (``from
+    train import ...``), as Python allows a script run from there. None for the root itself and
+    for packages."""
+    if not file or "/" not in file:
+        return None
+    directory = os.path.join(root, os.path.dirname(file))
+    if os.path.exists(os.path.join(directory, "__init__.py")):
+        return None
+    return directory
+
+
 def _defaults_recipe(target: Target) -> Recipe:
     """``Net()`` at the class line: the build from the constructor's defaults."""
     from fxscope.model.recipe import Call, Ref
@@ -305,6 +318,9 @@ def run_trace_job(raw_job: Mapping[str, Any]) -> dict[str, Any]:
     for p in reversed(config.python_path):
         if str(p) not in sys.path:
             sys.path.insert(0, str(p))
+    script_dir = _script_directory(root, target.file)
+    if script_dir is not None and script_dir not in sys.path:  # as `python dir/main.py` would have it
+        sys.path.insert(len(config.python_path), script_dir)
     is_user_file = user_file_predicate(root)
     fallback = {"file": job.fallback_file, "line": job.fallback_line}
     result: dict[str, Any] = {"torch": torch.__version__, "warnings": []}
