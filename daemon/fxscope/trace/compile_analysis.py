@@ -85,7 +85,7 @@ def analyze_compile(model: nn.Module, inputs: Mapping[str, Any], concrete: Mappi
         graphs.append(gm)
         return gm.forward
 
-    import torch._dynamo
+    import torch._dynamo  # noqa: F401 - torch.compile imports it lazily; the log capture needs it loaded
 
     torch.compiler.reset()
     report = CompileReport(dynamic=dynamic)
@@ -97,18 +97,18 @@ def analyze_compile(model: nn.Module, inputs: Mapping[str, Any], concrete: Mappi
     with DynamoLogCapture() as logs:
         try:
             compiled(**kwargs)
-        except Exception as e:
+        except Exception as e:  # noqa: BLE001 - user code under torch.compile may raise anything
             found.add(_raised(e, classifier, fallback))
         first_call = len(logs.entries)
         first_graphs = list(graphs)
         if not found and report.batches[1] != report.batches[0]:
             try:
                 compiled(**larger)
-            except Exception:
+            except Exception:  # noqa: BLE001, S110 - the second call only tells the recompilations
                 pass
     events = _merged_events(logs.breaks(first_call), first_graphs)
-    for event in events:
-        finding = _break_finding(event, classifier, fallback)
+    for same in _by_place(events):
+        finding = _break_finding(same, classifier, fallback)
         if finding is not None:
             found.add(finding)
     report.breaks = sum(1 for f in found.items() if f.code == "FXS601")
@@ -137,21 +137,38 @@ def _merged_events(logged: list[BreakEvent], graphs: list[Any]) -> list[BreakEve
             explained.setdefault((frames[-1].file, frames[-1].line), event)
     events = []
     for event in logged:
-        twin = explained.pop((event.innermost.file, event.innermost.line), None)
+        twin = explained.get((event.innermost.file, event.innermost.line))
         if twin is not None:
             exact = replace(event.innermost, column=twin.innermost.column, end_column=twin.innermost.end_column)
             event = BreakEvent((*event.frames[:-1], exact), event.reason)
         events.append(event)
     seen = {(e.innermost.file, e.innermost.line) for e in events}
-    events += [e for place_, e in explained.items() if place_ not in seen]
+    events += [e for where, e in explained.items() if where not in seen]
     return events
 
 
-def _break_finding(event: BreakEvent, classifier: FrameClassifier, fallback: SourceLocation | None) -> Finding | None:
+def _by_place(events: list[BreakEvent]) -> list[list[BreakEvent]]:
+    """Breaks grouped by place: Dynamo logs a break again when it retries a frame (and when it
+    then gives up on the function); one finding per place says it once."""
+    groups: dict[tuple[str, int], list[BreakEvent]] = {}
+    for event in events:
+        groups.setdefault((event.innermost.file, event.innermost.line), []).append(event)
+    return list(groups.values())
+
+
+def _break_finding(same: list[BreakEvent], classifier: FrameClassifier,
+                   fallback: SourceLocation | None) -> Finding | None:
+    """The FXS601 finding of the breaks at one place: the first one's explanation, the types of the
+    others, and whether torch.compile gave up on the function there."""
+    event = same[0]
     placed = place(event.frames, classifier)
-    text = explain_reason(event.reason, registry())
+    texts = [explain_reason(e.reason, registry()) for e in same]
+    text = texts[0]
     message = f"graph break: {text.message}"
-    if text.skips_function:
+    others = list(dict.fromkeys(t.gb_type for t in texts[1:] if t.gb_type and t.gb_type != text.gb_type))
+    if others:
+        message += f" (then: {'; '.join(others)})"
+    if any(t.skips_function for t in texts):
         message += " torch.compile does not compile this function: it runs it eagerly."
     hint = " ".join(text.hints) or None
     if text.gb_id and text.url:

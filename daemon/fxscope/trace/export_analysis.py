@@ -113,24 +113,26 @@ def _dynamic_shapes(kwargs: Mapping[str, Any]) -> dict[str, Any]:
             for name, v in kwargs.items()}
 
 
-def _chain(error: BaseException) -> list[BaseException]:
+def _chain(error: BaseException, *, context: bool) -> list[BaseException]:
+    """The error and the errors it was raised from (``raise ... from``; with ``context``, also
+    those it was raised while handling), innermost last."""
     out: list[BaseException] = []
     current: BaseException | None = error
     while current is not None and len(out) < 8:
         out.append(current)
-        current = current.__cause__ or current.__context__
+        current = current.__cause__ or (current.__context__ if context else None)
     return out
 
 
 def _kind(error: BaseException) -> str:
     """FXS701 (data-dependent), FXS703 (constraint violation), FXS702 (unsupported) or FXS704."""
     kinds = export_error_kinds()
-    chain = _chain(error)
-    if any(isinstance(e, kinds["data_dependent"]) for e in chain):
+    handled = _chain(error, context=True)  # strict export re-raises a guard error while handling it
+    if any(isinstance(e, kinds["data_dependent"]) for e in handled):
         return "FXS701"
-    if any(isinstance(e, kinds["constraint"]) or is_constraint_user_error(e) for e in chain):
+    if any(isinstance(e, kinds["constraint"]) or is_constraint_user_error(e) for e in handled):
         return "FXS703"
-    if any(isinstance(e, kinds["unsupported"]) for e in chain):
+    if any(isinstance(e, kinds["unsupported"]) for e in _chain(error, context=False)):
         text = explain_reason(str(error), registry())
         return "FXS701" if (text.gb_type or "").startswith("Data-dependent") else "FXS702"
     return "FXS704"
