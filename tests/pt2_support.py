@@ -16,7 +16,7 @@ from typing import Any
 
 from engine_support import CheckRun, run_check
 
-MODELS_DIR = Path(__file__).resolve().parent / "models"
+MODELS_DIR = Path(__file__).resolve().parent / "models" / "pt2"
 TRUTH = Path(__file__).resolve().parent / "pt2_truth.py"
 
 

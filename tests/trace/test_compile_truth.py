@@ -1,4 +1,4 @@
-"""The compile analysis against torch itself, over the corpus of tests/models/compile_breaks.py.
+"""The compile analysis against torch itself, over the corpus of tests/models/pt2/compile_breaks.py.
 
 For every model, the installed torch is asked in a fresh process (tests/pt2_truth.py): where do
 ``torch._dynamo.explain`` and ``TORCH_LOGS=graph_breaks`` put its graph breaks, how many graphs does

@@ -1,4 +1,4 @@
-"""The export analysis against torch itself, over the corpus of tests/models/export_failures.py.
+"""The export analysis against torch itself, over the corpus of tests/models/pt2/export_failures.py.
 
 For every model, torch is asked in a fresh process (tests/pt2_truth.py) what ``torch.export.export``
 does with it (non-strict; strict; with a dynamic batch) and what ``torch.export.draft_export``
