@@ -213,8 +213,11 @@ def parse_break_record(message: str, exc: BaseException | None = None) -> BreakE
         if stack_at >= 0:
             reason = message[header.start("reason"): message.find("User code traceback:")]
         place = StackFrame(os.path.abspath(header.group("file")), int(header.group("line")))
-        if not frames or (frames[-1].file, frames[-1].line) != (place.file, place.line):
+        if (not frames or (frames[-1].file, frames[-1].line) != (place.file, place.line)) and not (
+                header.group("file").startswith("<")):
             frames.append(place)
+        if not frames:
+            return None
         return BreakEvent(tuple(frames), reason.strip("\n"))
     if frames and message.startswith("Graph break"):
         reason = getattr(exc, "msg", None) or (str(exc) if exc is not None else message.split("\n", 1)[0])
@@ -229,7 +232,7 @@ def parse_stack(text: str) -> list[StackFrame]:
     lines = text.splitlines()
     for i, line in enumerate(lines):
         match = _FRAME_RE.match(line)
-        if match is None:
+        if match is None or match.group("file").startswith("<"):  # <frozen runpy>, <string>: no file
             continue
         file, number = os.path.abspath(match.group("file")), int(match.group("line"))
         column = end_column = None
