@@ -219,15 +219,26 @@ def _recompile_finding(group: list[Recompile], batches: tuple[int | None, int | 
 
 
 def _raised(error: BaseException, classifier: FrameClassifier, fallback: SourceLocation | None) -> Finding:
-    detail = str(error).strip().splitlines()
-    message = f"the forward raised under torch.compile: {type(error).__name__}"
-    if detail:
+    """FXS603 for a forward that raised under torch.compile: the original error (Dynamo wraps it:
+    the innermost ``raise ... from`` cause), at the user frame Dynamo was tracing (its
+    ``real_stack``) or else the traceback's."""
+    cause = error
+    while cause.__cause__ is not None and cause.__cause__ is not cause:
+        cause = cause.__cause__
+    detail = str(cause).strip().splitlines()
+    text = explain_reason(str(cause), registry())  # Dynamo's own errors are written like graph breaks
+    hint = (" ".join(text.hints) or None) if text.gb_type else None
+    message = f"the forward raised under torch.compile: {text.message if text.gb_type else type(cause).__name__}"
+    if detail and not text.gb_type:
         message += f": {detail[0]}"
-    placed = place(frames_from_traceback(error.__traceback__), classifier)
+    real = getattr(error, "real_stack", None)
+    placed = place(frames_from_summaries(real), classifier) if real else None
+    if placed is None:
+        placed = place(frames_from_traceback(error.__traceback__), classifier)
     if placed is None:
         where = fallback or SourceLocation("<unknown>", 1)
-        return Finding("FXS603", message, where)
-    return Finding("FXS603", message, placed.location, None, placed.anchor, placed.related)
+        return Finding("FXS603", message, where, hint)
+    return Finding("FXS603", message, placed.location, hint, placed.anchor, placed.related)
 
 
 # ------------------------------------------------------------------------------ graphs
