@@ -97,8 +97,7 @@ def parse_compile_log(text: str, file: str) -> dict[str, dict[str, Any]]:
                 entry = models.setdefault(current, {"breaks": [], "recompiles": []})
                 if phase == "first":
                     entry["breaks"] += _records(lines, file)
-                else:
-                    entry["recompiles"] += [m.groupdict() for m in _RECOMPILE_RE.finditer("\n".join(lines))]
+                entry["recompiles"] += [m.groupdict() for m in _RECOMPILE_RE.finditer("\n".join(lines))]
             _, current, phase = line.split(" ", 2)
             lines = []
         else:

@@ -112,8 +112,10 @@ def analyze_compile(model: nn.Module, inputs: Mapping[str, Any], concrete: Mappi
         if finding is not None:
             found.add(finding)
     report.breaks = sum(1 for f in found.items() if f.code == "FXS601")
-    for group in _by_function(logs.recompiles()):
+    for group in _by_function(logs.recompiles(first_call)):
         found.add(_recompile_finding(group, report.batches, classifier, fallback))
+    for group in _by_function(logs.recompiles(0, first_call)):  # a function called again within the forward
+        found.add(_recompile_finding(group, (None, None), classifier, fallback))
     report.recompiles = sum(1 for f in found.items() if f.code == "FXS602")
     report.findings = found.items()
     names = {id(m): path for path, m in model.named_modules()}
@@ -203,7 +205,8 @@ def _recompile_finding(group: list[Recompile], batches: tuple[int | None, int | 
     what = f"`{name}`"
     if parts:
         what += f" ({'and ' if not resumed else ''}{parts} part{'s' if parts > 1 else ''} of it after graph breaks)"
-    sizes = f" for batch size {batches[1]} (first compiled for {batches[0]})" if None not in batches else ""
+    sizes = (f" for batch size {batches[1]} (first compiled for {batches[0]})" if None not in batches
+             else " within the first call")
     guard = first.reasons[0] if first.reasons else "torch gave no guard failure"
     message = f"torch.compile recompiled {what}{sizes}: guard failed: {guard}"
     hint = ("Mark the batch dimension dynamic before the first call (`torch._dynamo.mark_dynamic(x, 0)`) or "

@@ -331,7 +331,7 @@ class DynamoLogCapture(logging.Handler):
                     out.append(event)
         return out
 
-    def recompiles(self) -> list[Recompile]:
-        """Every recompilation, in order."""
-        found = (parse_recompile_record(e.message) for e in self.entries if e.artifact == RECOMPILES)
+    def recompiles(self, start: int = 0, upto: int | None = None) -> list[Recompile]:
+        """The recompilations of the entries from ``start`` to ``upto`` (all by default), in order."""
+        found = (parse_recompile_record(e.message) for e in self.entries[start:upto] if e.artifact == RECOMPILES)
         return [r for r in found if r is not None]
