@@ -10,7 +10,9 @@ analysis costs on transformers models.
    edit is 5x faster or more).
 2. The transformers models of tests/hf_models.py (small configs: hidden size 64, two layers), with
    their ``inputs = "auto"``: each analysis (fx with shapes, compile, export) run alone in a child
-   forked from a warm process, as the worker runs it; prints its wall time, and what it found.
+   forked from a warm process (torch, torch._dynamo, torch.export and transformers imported), as
+   the worker runs it; prints its wall time (building the model and importing its transformers
+   module included, as in a job), and what it found.
 
     .venv/bin/python benchmarks/compile_latency.py [--edits 6] [--models gpt2,bert,...]
 """
