@@ -52,7 +52,8 @@ def vsix() -> Path:
 
 
 def _drive(vsix: Path, workspace: Path, scratch: Path, *, trusted: bool, expect: str,
-           python: str = sys.executable) -> dict:
+           python: str = sys.executable, file: str = UNTRACEABLE, hover: tuple[int, int] = (QKV_LINE, QKV_COLUMN),
+           graph_line: int = TRANSFORMER_FORWARD_LINE) -> dict:
     env = dict(os.environ)
     env.update(
         FXSCOPE_CODE_SERVER=code_server() or "",
@@ -62,10 +63,10 @@ def _drive(vsix: Path, workspace: Path, scratch: Path, *, trusted: bool, expect:
         FXSCOPE_WORKSPACE=str(workspace),
         FXSCOPE_PYTHON=python,
         FXSCOPE_EXPECT_MISSING="0" if python == sys.executable else "1",
-        FXSCOPE_FILE=UNTRACEABLE,
-        FXSCOPE_HOVER_LINE=str(QKV_LINE),
-        FXSCOPE_HOVER_COLUMN=str(QKV_COLUMN),
-        FXSCOPE_GRAPH_LINE=str(TRANSFORMER_FORWARD_LINE),
+        FXSCOPE_FILE=file,
+        FXSCOPE_HOVER_LINE=str(hover[0]),
+        FXSCOPE_HOVER_COLUMN=str(hover[1]),
+        FXSCOPE_GRAPH_LINE=str(graph_line),
         FXSCOPE_EXPECT=expect,
         FXSCOPE_TRUSTED="1" if trusted else "0",
         FXSCOPE_E2E_TMP=str(scratch),
@@ -107,6 +108,52 @@ def test_vsix_in_code_server_shows_diagnostics_and_hover(vsix: Path, tmp_path: P
     assert f"Ln {QKV_LINE}," in graph.get("afterClick", ""), _explain(result)
     # ... and the editor cursor on that line highlights its nodes in both block graphs.
     assert sorted(graph.get("highlighted") or []) == sorted(["qkv", "chunk", "getitem", "getitem_1", "getitem_2"] * 2), _explain(result)
+
+
+#: The file the compile/export test adds to the examples, and the factory target that asks for
+#: both analyses (with example inputs).
+COMPILED = "zoo/compiled.py"
+COMPILED_SOURCE = """import torch
+from torch import nn
+
+
+class Gate(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(8, 8)
+
+    def forward(self, x):
+        y = self.fc(x)
+        if y.sum() > 0:  # data-dependent: a graph break, and an export failure
+            y = y * 2
+        print("gate")  # a graph break
+        return y + 1
+"""
+COMPILED_TARGET = """
+[tool.fxscope.targets.gate]
+factory = "zoo.compiled:Gate"
+inputs = { x = [2, 8] }
+analyses = ["fx", "compile", "export"]
+"""
+BRANCH_LINE, PRINT_LINE = 12, 14
+
+
+def test_vsix_shows_compile_and_export_findings(vsix: Path, tmp_path: Path) -> None:
+    """The examples plus one file whose target runs the compile and export analyses: the Problems
+    panel lists torch.compile's graph breaks (FXS601) and torch.export's failure (FXS701) there."""
+    ws = copy_examples(tmp_path)
+    (ws / COMPILED).write_text(COMPILED_SOURCE)
+    (ws / "pyproject.toml").write_text((ws / "pyproject.toml").read_text() + COMPILED_TARGET)
+    expect = f"FXS601 [Ln {BRANCH_LINE}\nFXS601 [Ln {PRINT_LINE}\nFXS701 [Ln {BRANCH_LINE}"
+    result = _drive(vsix, ws, tmp_path / "compiled", trusted=True, expect=expect, file=COMPILED, hover=(0, 1),
+                    graph_line=0)
+    assert not result["errors"], _explain(result)
+    problems = result["problems"]
+    assert any("FXS601" in p and "Data-dependent branching" in p and f"[Ln {BRANCH_LINE}" in p for p in problems), \
+        _explain(result)
+    assert any("FXS601" in p and "print" in p and f"[Ln {PRINT_LINE}" in p for p in problems), _explain(result)
+    assert any("FXS701" in p and "torch.export" in p and f"[Ln {BRANCH_LINE}" in p for p in problems), _explain(result)
+    assert any("FXS101" in p and f"[Ln {BRANCH_LINE}" in p for p in problems), _explain(result)  # fx's, as always
 
 
 def test_untrusted_workspace_does_not_start_the_server(vsix: Path, tmp_path: Path) -> None:

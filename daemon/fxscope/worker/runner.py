@@ -36,8 +36,11 @@ from fxscope.project.discovery import Target
 from fxscope.worker.trace_job import TraceJob
 
 ABSENT = "absent"  # the dependency "hash" of a file that must stay missing (see the engine)
+#: Set to "1" in the zygote's environment when the workspace runs the compile or export analysis:
+#: :func:`warm_up` then also imports torch._dynamo and torch.export before the first fork.
+WARM_PT2_ENV = "FXSCOPE_WARM_PT2"
 
-__all__ = ["absent_candidates", "run_trace_job", "user_file_predicate", "warm_up"]
+__all__ = ["WARM_PT2_ENV", "absent_candidates", "run_trace_job", "user_file_predicate", "warm_up"]
 
 
 def user_file_predicate(root: str, excluded: tuple[str, ...] = (
@@ -298,6 +301,10 @@ def warm_up() -> None:
     site.getsitepackages()
     torch.overrides.get_overridable_functions()
     warm_override_tables()
+    if os.environ.get(WARM_PT2_ENV) == "1":  # the workspace runs the compile or export analysis
+        from fxscope.trace.pt2 import warm_up as warm_pt2
+
+        warm_pt2()
 
 
 def run_trace_job(raw_job: Mapping[str, Any]) -> dict[str, Any]:
@@ -347,10 +354,15 @@ def run_trace_job(raw_job: Mapping[str, Any]) -> dict[str, Any]:
         return finish({"status": "error", "modules": [], "nodes": 0,
                        "findings": [_error_finding("FXS402", f"could not import: {msg}", e, is_user_file, fallback)]}, e)
 
+    analyses = config.analyses_for(target.id)
+    if "fx" not in analyses:  # only torch.compile / torch.export: they build the model themselves
+        return finish(_run_pt2(job, factory, {"status": "traced", "modules": [], "nodes": 0, "findings": []},
+                               is_user_file, fallback, result))
     leaf_types, problems = _leaf_types(list(config.leaf_modules))
     result["warnings"].extend(problems)
     wrap_functions, problems = _wrap_functions(list(getattr(config, "wrap_functions", ())))
     result["warnings"].extend(problems)
+
     def build(make: Callable[[], Any]) -> Any:
         return build_model(make, device=config.device, is_user_file=is_user_file, exact_meta=bool(target.inputs))
 
@@ -400,4 +412,64 @@ def run_trace_job(raw_job: Mapping[str, Any]) -> dict[str, Any]:
         detail = "".join(traceback.format_exception_only(type(e), e)).strip()
         return finish({"status": "error", "modules": [], "nodes": 0,
                        "findings": [_error_finding("FXS107", f"internal tracing error: {detail}", e, is_user_file, fallback)]}, e)
-    return finish(report.to_json(graphs=True))
+    return finish(_run_pt2(job, factory, report.to_json(graphs=True), is_user_file, fallback, result))
+
+
+def _private_compile_caches() -> None:
+    """torch.compile's on-disk caches (inductor's cache, with Dynamo's profile of which sizes were
+    dynamic; triton's) in the job's temporary directory: nothing outlives the job, and no earlier
+    run's profile changes what this one reports."""
+    import tempfile
+
+    from fxscope.trace.pt2 import CACHE_DIR_ENV
+
+    scratch = tempfile.gettempdir()  # the job's own directory (see fxscope.worker.child)
+    os.environ[CACHE_DIR_ENV] = os.path.join(scratch, "torchinductor")
+    os.environ["TRITON_CACHE_DIR"] = os.path.join(scratch, "triton")
+
+
+def _run_pt2(job: TraceJob, factory: Callable[[], Any], body: dict[str, Any], is_user_file: Callable[[str], bool],
+             fallback: dict[str, Any], result: dict[str, Any]) -> dict[str, Any]:
+    """``body`` with the target's torch.compile and torch.export analyses added (when its
+    ``analyses`` list them): their findings and captured graphs, a ``compile``/``export`` summary,
+    their warnings. Without fx, a model that cannot be built is FXS401 and a failed export leaves
+    the target ``failed``."""
+    from fxscope.trace.pt2 import PT2_ANALYSES, Pt2Options
+
+    config, target = job.config, job.target
+    analyses = config.analyses_for(target.id)
+    if not any(a in analyses for a in PT2_ANALYSES):
+        return body
+    from fxscope.trace.build import BuildError
+    from fxscope.trace.frames import SourceLocation
+    from fxscope.trace.pt2 import run_pt2
+
+    options = Pt2Options(analyses, config.compile_dynamic, config.export_strict, config.export_dynamic_batch)
+    _private_compile_caches()
+    where = SourceLocation(str(fallback["file"]), int(fallback["line"]))
+    try:
+        extra = run_pt2(factory, target.inputs, target.concrete_args, options, is_user_file=is_user_file,
+                        fallback=where)
+    except BuildError as be:
+        if "fx" in analyses:  # fx built it (on meta); on the CPU it failed: say so, keep fx's result
+            result["warnings"].append(f"{' and '.join(a for a in PT2_ANALYSES if a in analyses)} analysis "
+                                      f"skipped: the model could not be built on the CPU: {be}")
+            return body
+        cause = be.__cause__ or be
+        what = "factory" if target.kind == "factory" else "constructor"
+        return {"status": "error", "modules": [], "nodes": 0,
+                "findings": [_error_finding("FXS401", f"the {what} raised {be}", cause, is_user_file, fallback)]}
+    except Exception as e:  # a bug in an analysis must still give a located answer
+        detail = "".join(traceback.format_exception_only(type(e), e)).strip()
+        body["findings"].append(_error_finding("FXS107", f"internal error in the compile/export analysis: {detail}",
+                                               e, is_user_file, fallback))
+        return body
+    body["findings"].extend(extra["findings"])
+    body.setdefault("graphs", []).extend(extra["graphs"])
+    result["warnings"].extend(extra["warnings"])
+    for key in PT2_ANALYSES:
+        if key in extra:
+            body[key] = extra[key]
+    if "fx" not in analyses and extra.get("export", {}).get("exported") is False:
+        body["status"] = "failed"
+    return body
