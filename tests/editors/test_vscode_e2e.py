@@ -136,6 +136,52 @@ def test_notebook_cells_show_diagnostics_in_code_server(vsix: Path, tmp_path: Pa
     assert result.get("cellSquiggles", 0) >= 1, _explain(result)
 
 
+#: The file the compile/export test adds to the examples, and the factory target that asks for
+#: both analyses (with example inputs).
+COMPILED = "zoo/compiled.py"
+COMPILED_SOURCE = """import torch
+from torch import nn
+
+
+class Gate(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(8, 8)
+
+    def forward(self, x):
+        y = self.fc(x)
+        if y.sum() > 0:  # data-dependent: a graph break, and an export failure
+            y = y * 2
+        print("gate")  # a graph break
+        return y + 1
+"""
+COMPILED_TARGET = """
+[tool.fxscope.targets.gate]
+factory = "zoo.compiled:Gate"
+inputs = { x = [2, 8] }
+analyses = ["fx", "compile", "export"]
+"""
+BRANCH_LINE, PRINT_LINE = 12, 14
+
+
+def test_vsix_shows_compile_and_export_findings(vsix: Path, tmp_path: Path) -> None:
+    """The examples plus one file whose target runs the compile and export analyses: the Problems
+    panel lists torch.compile's graph breaks (FXS601) and torch.export's failure (FXS701) there."""
+    ws = copy_examples(tmp_path)
+    (ws / COMPILED).write_text(COMPILED_SOURCE)
+    (ws / "pyproject.toml").write_text((ws / "pyproject.toml").read_text() + COMPILED_TARGET)
+    expect = f"FXS601 [Ln {BRANCH_LINE}\nFXS601 [Ln {PRINT_LINE}\nFXS701 [Ln {BRANCH_LINE}"
+    result = _drive(vsix, ws, tmp_path / "compiled", trusted=True, expect=expect, file=COMPILED, hover=(0, 1),
+                    graph_line=0)
+    assert not result["errors"], _explain(result)
+    problems = result["problems"]
+    assert any("FXS601" in p and "Data-dependent branching" in p and f"[Ln {BRANCH_LINE}" in p for p in problems), \
+        _explain(result)
+    assert any("FXS601" in p and "print" in p and f"[Ln {PRINT_LINE}" in p for p in problems), _explain(result)
+    assert any("FXS701" in p and "torch.export" in p and f"[Ln {BRANCH_LINE}" in p for p in problems), _explain(result)
+    assert any("FXS101" in p and f"[Ln {BRANCH_LINE}" in p for p in problems), _explain(result)  # fx's, as always
+
+
 def test_untrusted_workspace_does_not_start_the_server(vsix: Path, tmp_path: Path) -> None:
     ws = copy_examples(tmp_path)
     result = _drive(vsix, ws, tmp_path / "untrusted", trusted=False, expect="")

@@ -295,3 +295,44 @@ def test_a_recent_file_is_looked_at_not_trusted_by_its_signature(tmp_path: Path)
     state, cache = _fresh_state(tmp_path)
     assert [t.id for t in state.discover().targets] == ["m.py::B"]
     cache.close()
+
+
+def test_a_script_directory_imports_its_siblings_as_when_run_from_there(tmp_path: Path) -> None:
+    """A directory of scripts (no __init__.py) whose files import each other by bare name, as
+    `python examples/main.py` allows: its classes import and trace; a package's files do not get
+    their directory on sys.path (a bare name there is an error, as in Python)."""
+    write_tree(tmp_path, {
+        "examples/helpers.py": """
+            def double(x):
+                return x * 2
+            """,
+        "examples/main.py": """
+            from torch import nn
+
+            from helpers import double
+
+
+            class Net(nn.Module):
+                def forward(self, x):
+                    return double(x)
+            """,
+        "pkg/__init__.py": "",
+        "pkg/helpers.py": """
+            def double(x):
+                return x * 2
+            """,
+        "pkg/main.py": """
+            from torch import nn
+
+            from helpers import double  # MARK bare
+
+
+            class Net(nn.Module):
+                def forward(self, x):
+                    return double(x)
+            """,
+    })
+    run = run_check(tmp_path)
+    assert run.targets["examples/main.py::Net"]["status"] == "traced", run.findings("examples/main.py::Net")
+    (error,) = run.findings("pkg/main.py::Net", "FXS402")
+    assert (error["file"], error["line"]) == ("pkg/main.py", locate(tmp_path, "pkg/main.py", "MARK bare")[0])

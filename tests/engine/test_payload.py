@@ -157,3 +157,34 @@ def test_a_body_is_rejected_or_reported_never_a_crash() -> None:
         github.render(report, root=root)
 
     check()
+
+
+def test_the_compile_and_export_analyses_parts_are_checked_and_read() -> None:
+    from fxscope.model import TargetOutcome
+
+    good = body()
+    good["graphs"].append({"module": "", "analysis": "compile", "nodes": [NODE],
+                           "ends": {"reason": "Data-dependent branching", "file": "m.py", "line": 14}})
+    good["compile"] = {"graphs": 2, "breaks": 1, "recompiles": 0, "dynamic": "auto", "duration_ms": 120.5}
+    good["export"] = {"exported": False, "strict": False, "dynamic_batch": False, "problems": 2, "duration_ms": 40}
+    assert payload_problem(good) is None
+    outcome = TargetOutcome.from_json(good, target="t")
+    assert outcome.compile is not None and (outcome.compile.graphs, outcome.compile.breaks) == (2, 1)
+    assert outcome.export is not None and not outcome.export.exported and outcome.export.problems == 2
+    compiled = outcome.graphs[1] if outcome.graphs is not None else None
+    assert compiled is not None and compiled.analysis == "compile" and compiled.ends is not None
+    assert (compiled.ends.line, compiled.ends.message) == (14, "Data-dependent branching")
+    assert outcome.graphs is not None and outcome.graphs[0].analysis == "fx"
+    assert TargetOutcome.from_json(outcome.to_json(), target="t") == outcome
+    for bad, problem in [
+        (with_(good, compile="3 graphs"), "'compile' is not an object"),
+        (with_(good, compile={"graphs": -1}), "compile.graphs is not a count"),
+        (with_(good, export={"problems": "two"}), "export.problems is not a count"),
+        (with_(good, export={"duration_ms": True}), "export.duration_ms is not a number"),
+    ]:
+        assert payload_problem(bad) == problem
+    bad_graph = copy.deepcopy(good)
+    bad_graph["graphs"][1]["ends"] = {"file": "m.py", "line": 0}
+    assert payload_problem(bad_graph) == "graphs[1].ends: 'line' is not a line number"
+    bad_graph["graphs"][1] = {"module": "", "analysis": 7, "nodes": []}
+    assert payload_problem(bad_graph) == "graphs[1]: 'analysis' is not a string"

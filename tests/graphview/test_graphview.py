@@ -76,3 +76,28 @@ def test_unknown_module_or_target_is_an_error() -> None:
 def test_graph_document_reads_a_report() -> None:
     report = {"targets": [{"id": "m.py::Net", "status": "partial", "graphs": GRAPHS, "modules": MODULES}], "findings": FINDINGS}
     assert graph_document(report, "m.py::Net", "enc") == _doc("enc")
+
+
+def test_graphs_torch_compile_captured_keep_their_analysis_and_break() -> None:
+    from fxscope.cli.graph_output import render_graphs
+    from fxscope.model import Graphs, Report, ReportTarget, Summary
+
+    node = {"name": "sum_1", "op": "call_method", "target": "sum", "scope": "fc", "scope_type": "m.Lin",
+            "inputs": [], "file": "m.py", "line": 6}
+    raw = [{"module": "", "nodes": [dict(node, name="x", op="placeholder", target="x", scope="")]},
+           {"module": "", "analysis": "compile", "nodes": [node],
+            "ends": {"reason": "Data-dependent branching", "file": "m.py", "line": 6}},
+           {"module": "", "analysis": "compile", "nodes": [dict(node, name="mul", line=7)]}]
+    doc = build_document("t", status="traced", graphs=raw)
+    assert [(g.get("analysis"), g.get("ends")) for g in doc["graphs"]] == [
+        (None, None), ("compile", {"reason": "Data-dependent branching", "file": "m.py", "line": 6}), ("compile", None)]
+    # a module's view cuts the captured graphs by the module instances Dynamo recorded
+    assert [n["name"] for g in build_document("t", status="traced", graphs=raw, module="fc")["graphs"]
+            for n in g["nodes"]] == ["sum_1", "mul"]
+    report = Report("/w", "", (ReportTarget("t", "factory", "m.py", 1, "traced", graphs=Graphs(json=raw)),), (),
+                    Summary(1))
+    text = render_graphs(report, "t", None, "text")
+    assert "graph t (root)" in text
+    assert "torch.compile graph 1 of 2 of t (ends at the graph break at m.py:6: Data-dependent branching)" in text
+    assert "torch.compile graph 2 of 2 of t\n" in text
+    assert 'label="torch.compile graph 1 of 2 of t' in render_graphs(report, "t", None, "dot")

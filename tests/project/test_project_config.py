@@ -184,6 +184,13 @@ def _error(tmp_path: Path, body: str) -> ConfigError:
         ("cache-dir = 3", "cache-dir", "'cache-dir' must be a path string, got int 3"),
         ("memory-limit-mb = 100", "memory-limit-mb", "'memory-limit-mb' must be >= 256, got 100"),
         ("targets = 3", "targets", "'targets' must be a table of tables, got int 3"),
+        ('analyses = "compile"', "analyses", "'analyses' must be a non-empty list of 'fx', 'compile', 'export'"),
+        ("analyses = []", "analyses", "'analyses' must be a non-empty list of"),
+        ('analyses = ["fx", "jit"]', "analyses", "'analyses' entries must be one of 'fx', 'compile', 'export', got 'jit'"),
+        ('analyses = ["fx", "fx"]', "analyses", "'analyses' lists an analysis twice"),
+        ('compile-dynamic = "yes"', "compile-dynamic", "'compile-dynamic' must be true, false or \"auto\", got str"),
+        ("export-strict = 1", "export-strict", "'export-strict' must be true or false, got int 1"),
+        ('export-dynamic-batch = "no"', "export-dynamic-batch", "'export-dynamic-batch' must be true or false"),
     ],
 )
 def test_wrong_types(tmp_path: Path, body: str, key: str, expected: str) -> None:
@@ -232,6 +239,10 @@ def test_fxscope_not_a_table(tmp_path: Path) -> None:
         ('[tool.fxscope.targets."a.b"]\nfactory = "a:"\n', "[tool.fxscope.targets.\"a.b\"] 'factory' must look like"),
         ('[tool.fxscope.targets]\ngpt = "pkg:build"\n',
          "[tool.fxscope.targets] 'gpt' must be a table with a 'factory' key, got str 'pkg:build'"),
+        ('[tool.fxscope.targets.gpt]\nfactory = "a:b"\nanalyses = ["export", "onnx"]\n',
+         "[tool.fxscope.targets.gpt] 'analyses' entries must be one of 'fx', 'compile', 'export', got 'onnx'"),
+        ('[tool.fxscope.targets.gpt]\nfactory = "a:b"\nanalyses = []\n',
+         "[tool.fxscope.targets.gpt] 'analyses' must be a non-empty list"),
     ],
 )
 def test_bad_target_tables(tmp_path: Path, body: str, expected: str) -> None:
@@ -239,6 +250,45 @@ def test_bad_target_tables(tmp_path: Path, body: str, expected: str) -> None:
     assert expected in str(error)
     assert error.key is not None and error.key.startswith("targets.")
     assert error.line is not None
+
+
+def test_analyses_per_workspace_and_per_target(tmp_path: Path) -> None:
+    pyproject(tmp_path, """
+        [tool.fxscope]
+        analyses = ["fx", "compile"]
+        compile-dynamic = false
+        export-strict = true
+        export-dynamic-batch = true
+
+        [tool.fxscope.targets.exported]
+        factory = "pkg:build"
+        analyses = ["export"]
+
+        [tool.fxscope.targets.plain]
+        factory = "pkg:build"
+        """)
+    config = load_config(tmp_path)
+    assert config.analyses == ("fx", "compile")
+    assert config.analyses_for("exported") == ("export",)
+    assert config.analyses_for("plain") == config.analyses_for("pkg/m.py::Net") == ("fx", "compile")
+    assert (config.compile_dynamic, config.export_strict, config.export_dynamic_batch) == (False, True, True)
+    assert config.uses_pt2
+    again = Config.from_json(json.loads(json.dumps(config.to_json())))
+    assert again == config and again.fingerprint() == config.fingerprint()
+    for body in ('compile-dynamic = "auto"', "compile-dynamic = true"):
+        pyproject(tmp_path, "[tool.fxscope]\n" + body + "\n")
+        assert load_config(tmp_path).compile_dynamic is (None if "auto" in body else True)
+
+
+def test_the_default_analyses_keep_the_fingerprint_of_a_config_without_them(tmp_path: Path) -> None:
+    pyproject(tmp_path, "[tool.fxscope]\ntimeout = 5\n")
+    plain = load_config(tmp_path)
+    assert plain.analyses == ("fx",) and plain.compile_dynamic is None and not plain.uses_pt2
+    assert "analyses" not in plain.to_json()  # results cached before these settings existed stay valid
+    pyproject(tmp_path, '[tool.fxscope]\ntimeout = 5\nanalyses = ["fx"]\ncompile-dynamic = "auto"\n')
+    assert load_config(tmp_path).fingerprint() == plain.fingerprint()
+    pyproject(tmp_path, '[tool.fxscope]\ntimeout = 5\nanalyses = ["fx", "export"]\n')
+    assert load_config(tmp_path).fingerprint() != plain.fingerprint()
 
 
 # ---------------------------------------------------------------------------------------------

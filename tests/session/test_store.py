@@ -173,6 +173,26 @@ def test_graph_view_and_document(tmp_path: Path) -> None:
     assert doc["module"] == "block" and [n["name"] for g in doc["graphs"] for n in g["nodes"]] == ["block"]
 
 
+def test_graphs_torch_compile_captured_are_drawn_but_not_hovered(tmp_path: Path) -> None:
+    """The compile analysis's graphs join the target's graphs: the graph document draws them (with
+    the break that ended each), hovers and the text view keep fxscope's own FX nodes."""
+    store = _store(tmp_path)
+    result = _result(NET, "traced", modules=NET_MODULES, nodes=NET_NODES)
+    body = result.outcome.to_json()
+    body["graphs"].append({"module": "", "analysis": "compile", "ends": {"reason": "Data-dependent branching",
+                                                                           "file": "models.py", "line": 6},
+                           "nodes": [_node("l_x_", "placeholder", "L_x_", "", "", 12),
+                                     _node("sum_1", "call_method", "sum", "", "", 6, ("l_x_",))]})
+    _deliver(store, TargetResult(NET, TargetOutcome.from_json(body, target=NET.id)), 1)
+    assert [n.name for n in store.nodes_at("models.py", 12)] == ["block"]
+    assert store.nodes_at("models.py", 6) == []
+    view = store.graph(NET.id, None, pending=False)
+    assert [n.name for _, nodes in view.graphs for n in nodes] == ["x", "block", "output"]
+    doc = store.graph_document(NET.id, None, pending=False)
+    assert [g.get("analysis") for g in doc["graphs"]] == [None, "compile"]
+    assert doc["graphs"][1]["ends"] == {"reason": "Data-dependent branching", "file": "models.py", "line": 6}
+
+
 def test_a_skip_covered_by_a_factory_is_not_shown(tmp_path: Path) -> None:
     store = _store(tmp_path)
     needs = _target("Block", 4)

@@ -31,6 +31,9 @@ export interface BoxInfo {
   total: number; // nodes in the subtree
   failed: boolean; // the module (or one below it) failed to trace
   findings: number; // findings whose scope is this module or one below it
+  label?: string; // a region's own title (a graph torch.compile captured: "torch.compile graph 1/3")
+  note?: string; // what ended that region (the graph break, where)
+  compiled?: boolean; // the region of a graph torch.compile captured
 }
 
 export interface GraphModel {
@@ -94,11 +97,18 @@ export function normalizeDocument(raw: GraphDocument): GraphDocument {
     const byUser = new Map<string, string[]>();
     for (const [src, dst] of edges ?? []) byUser.set(dst, [...(byUser.get(dst) ?? []), src]);
     return {
+      ...g,
       module: g.module ?? "",
       nodes: (g.nodes ?? []).map((n) => ({ ...n, scope: n.scope ?? "", scope_type: n.scope_type ?? "", inputs: n.inputs ?? byUser.get(n.name) ?? [] })),
     };
   });
   return { ...raw, version: 1, module: raw.module ?? null, graphs, modules: raw.modules ?? [], findings: raw.findings ?? [] };
+}
+
+/** The title and note of the region of the ``index``-th of ``count`` graphs torch.compile captured. */
+export function compiledRegion(index: number, count: number, ends?: { reason: string; file: string; line: number }): Pick<BoxInfo, "label" | "note" | "compiled"> {
+  const note = ends ? `graph break at ${ends.file}:${ends.line}: ${ends.reason}` : "last graph: no break after it";
+  return { label: `torch.compile graph ${index}/${count}`, note, compiled: true };
 }
 
 /** Index a document: nodes, boxes (with failure and finding marks) and edges. */
@@ -115,19 +125,24 @@ export function buildModel(raw: GraphDocument): GraphModel {
   const boxes = new Map<string, BoxInfo>();
   const edges: [string, string][] = [];
   const multi = doc.graphs.length > 1;
+  const compiledCount = doc.graphs.filter((g) => g.analysis === "compile").length;
+  let compiledIndex = 0;
 
   doc.graphs.forEach((g, gi) => {
+    const compiled = g.analysis === "compile";
     const scopes = new Set<string>();
     for (const n of g.nodes) {
       const s = boxScope(n);
       if (s !== g.module && within(s, g.module)) scopes.add(s);
     }
     const sorted = [...scopes].sort((a, b) => a.split(".").length - b.split(".").length || a.localeCompare(b));
-    const rootBox = multi ? boxId(gi, g.module) : null;
+    // every graph torch.compile captured is a region of its own, titled with the break that ended it
+    const rootBox = multi || compiled ? boxId(gi, g.module) : null;
     if (rootBox) {
       boxes.set(rootBox, {
         id: rootBox, graph: gi, scope: g.module, type: moduleTypes.get(g.module) ?? "", parent: null,
         children: [], nodes: [], total: 0, failed: false, findings: 0,
+        ...(compiled ? compiledRegion(++compiledIndex, compiledCount, g.ends) : {}),
       });
     }
     for (const s of sorted) {

@@ -68,9 +68,10 @@ function nodeLines(n: NodeInfo): [string, string] {
 }
 
 function boxLines(b: BoxInfo, collapsed: boolean): [string, string] {
-  const name = b.scope || "<root>";
-  const type = b.type ? ` \u00b7 ${shortType(b.type)}` : "";
-  return [clip(`${collapsed ? "\u25b8" : "\u25be"} ${name}${type}`, 48), `${b.total} nodes${b.failed ? " \u00b7 failed" : ""}${b.findings ? ` \u00b7 ${b.findings} finding${b.findings > 1 ? "s" : ""}` : ""}`];
+  const name = b.label ?? (b.scope || "<root>");
+  const type = b.type && !b.label ? ` \u00b7 ${shortType(b.type)}` : "";
+  const title = `${collapsed ? "\u25b8" : "\u25be"} ${name}${type}${b.note && !collapsed ? ` \u00b7 ends: ${b.note}` : ""}`;
+  return [clip(title, b.note ? 96 : 48), `${b.total} nodes${b.failed ? " \u00b7 failed" : ""}${b.findings ? ` \u00b7 ${b.findings} finding${b.findings > 1 ? "s" : ""}` : ""}`];
 }
 
 function where(file?: string, line?: number): string {
@@ -91,7 +92,7 @@ function nodeTooltip(n: NodeInfo): string {
 }
 
 function boxTooltip(b: BoxInfo): string {
-  return [`${b.scope || "<root>"} (${b.type || "module"})`, `${b.total} nodes`, b.failed ? "contains a module that failed to trace" : "",
+  return [b.label ?? `${b.scope || "<root>"} (${b.type || "module"})`, b.note ?? "", `${b.total} nodes`, b.failed ? "contains a module that failed to trace" : "",
     b.findings ? `${b.findings} finding(s) in this module` : "", "click to collapse or expand"].filter(Boolean).join("\n");
 }
 
@@ -205,8 +206,9 @@ export function mount(container: HTMLElement, raw: GraphDocument, options: Mount
       const box = model.boxes.get(c.id)!;
       const lay = g.node(c.id);
       if (!lay) continue;
-      const cls = ["fxg-box", box.failed ? "fxg-failed" : "", box.findings ? "fxg-has-findings" : ""].filter(Boolean).join(" ");
+      const cls = ["fxg-box", box.failed ? "fxg-failed" : "", box.findings ? "fxg-has-findings" : "", box.compiled ? "fxg-compiled" : ""].filter(Boolean).join(" ");
       const grp = el("g", { class: cls, "data-box": c.id, "data-scope": box.scope }, boxLayer);
+      if (box.note) grp.setAttribute("data-ends", box.note);
       el("title", {}, grp).textContent = boxTooltip(box);
       el("rect", { x: lay.x - lay.width / 2, y: lay.y - lay.height / 2 - 14, width: lay.width, height: lay.height + 14, rx: 6 }, grp);
       const label = el("text", { x: lay.x - lay.width / 2 + 8, y: lay.y - lay.height / 2 - 1, class: "fxg-box-label" }, grp);
@@ -227,7 +229,7 @@ export function mount(container: HTMLElement, raw: GraphDocument, options: Mount
       const y = lay.y - lay.height / 2;
       if (v.kind === "box") {
         const box = model.boxes.get(v.id)!;
-        const cls = ["fxg-vertex", "fxg-collapsed", box.failed ? "fxg-failed" : "", box.findings ? "fxg-has-findings" : ""].filter(Boolean).join(" ");
+        const cls = ["fxg-vertex", "fxg-collapsed", box.failed ? "fxg-failed" : "", box.findings ? "fxg-has-findings" : "", box.compiled ? "fxg-compiled" : ""].filter(Boolean).join(" ");
         const grp = el("g", { class: cls, "data-box": v.id, "data-scope": box.scope, transform: `translate(${x},${y})` }, nodeLayer);
         el("title", {}, grp).textContent = boxTooltip(box);
         el("rect", { width: lay.width, height: lay.height, rx: 6 }, grp);

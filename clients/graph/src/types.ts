@@ -17,9 +17,18 @@ export interface GraphNode {
   line?: number; // 1-based
 }
 
+/** Where the graph break that ended a graph torch.compile captured is, and its type. */
+export interface GraphEnd {
+  reason: string;
+  file: string;
+  line: number;
+}
+
 export interface FxGraph {
   module: string; // module path this graph was traced for ("" = the target itself)
   nodes: GraphNode[];
+  analysis?: string; // "compile": a graph torch.compile captured (absent: fxscope's own FX graph)
+  ends?: GraphEnd; // compile: the graph break that ended it (absent for the last graph)
 }
 
 export interface ModuleInfo {

@@ -62,6 +62,28 @@ def _where(node: dict[str, Any]) -> str:
     return f"{node['file']}:{cell}{node['line']}"
 
 
+def _compile_title(target_id: str, g: dict[str, Any], index: int, count: int) -> str:
+    """``torch.compile graph 2 of 3 of T``, and the graph break that ended it."""
+    title = f"torch.compile graph {index} of {count} of {target_id}"
+    ends = g.get("ends")
+    if ends:
+        title += f" (ends at the graph break at {ends['file']}:{ends['line']}: {ends['reason']})"
+    return title
+
+
+def _titles(target_id: str, graphs: list[dict[str, Any]], module: str | None) -> list[str]:
+    """The title of each graph of a document."""
+    count = sum(1 for g in graphs if g.get("analysis") == "compile")
+    titles, index = [], 0
+    for g in graphs:
+        if g.get("analysis") == "compile":
+            index += 1
+            titles.append(_compile_title(target_id, g, index, count))
+        else:
+            titles.append(_title(target_id, g["module"], module))
+    return titles
+
+
 def _title(target_id: str, graph_module: str, module: str | None) -> str:
     if module is None or module == graph_module:
         return f"graph {target_id} ({graph_module or 'root'})"
@@ -79,8 +101,8 @@ def _name(node: dict[str, Any]) -> str:
 def _text(doc: dict[str, Any]) -> str:
     target_id, module = doc["target"], doc["module"]
     lines: list[str] = []
-    for g in doc["graphs"]:
-        lines.append(_title(target_id, g["module"], module))
+    for g, title in zip(doc["graphs"], _titles(target_id, doc["graphs"], module)):
+        lines.append(title)
         rows = [(_name(n), n["op"], n["target"], f"[{n['scope'] or '<root>'} {n['scope_type']}]", _where(n))
                 for n in g["nodes"]]
         widths = [max((len(r[i]) for r in rows), default=0) for i in range(3)]
@@ -111,8 +133,8 @@ def _dot_escape(text: str) -> str:
 def _dot(target_id: str, graphs: list[dict[str, Any]]) -> str:
     """Graphviz source: one cluster per graph, an edge per node input."""
     out = ["digraph fxscope {", "  rankdir=TB;", '  node [shape=box, fontname="monospace"];']
-    for gi, g in enumerate(graphs):
-        out.append(f'  subgraph cluster_{gi} {{ label="{_dot_escape(target_id)} ({_dot_escape(g["module"] or "root")})";')
+    for gi, (g, title) in enumerate(zip(graphs, _titles(target_id, graphs, None))):
+        out.append(f'  subgraph cluster_{gi} {{ label="{_dot_escape(title.removeprefix("graph "))}";')
         names = {n["name"] for n in g["nodes"]}
         for n in g["nodes"]:
             label = f"{n['name']}\\n{n['op']} {n['target']}\\n{n['scope'] or '<root>'}"

@@ -157,7 +157,8 @@ class Engine:
         """Take over ``other``'s warm worker pool when it fits (same ``preload`` and width), so a
         configuration change does not pay torch's start-up again; ``other`` loses it."""
         if (other.config.preload != self.config.preload or other.workers != self.workers
-                or other.config.python_path != self.config.python_path or other.root != self.root):
+                or other.config.python_path != self.config.python_path or other.root != self.root
+                or other.config.uses_pt2 != self.config.uses_pt2):
             return False
         with other._lock, self._lock:
             if other._pool is None or self._pool is not None:
@@ -171,14 +172,17 @@ class Engine:
         with self._lock:
             if self._pool is None:
                 from fxscope.worker.pool import WorkerPool
+                from fxscope.worker.runner import WARM_PT2_ENV
 
                 log = self.cache_directory / "worker.log"
                 # python-path is on the zygote's sys.path before preload runs (a workspace package
                 # is never shadowed by an installed copy); root: it lists the files preload imported
                 libraries = [name for name in self._libraries if name not in self.config.preload]
+                # with the compile or export analysis, the zygote imports torch._dynamo/torch.export too
+                env = {WARM_PT2_ENV: "1"} if self.config.uses_pt2 else None
                 self._pool = WorkerPool(preload=self.config.preload, max_workers=self.workers, log_path=log,
                                         sys_path=[str(p) for p in self.config.python_path], root=self.root,
-                                        libraries=libraries)
+                                        libraries=libraries, env=env)
             return self._pool
 
     def worker_info(self) -> dict[str, Any] | None:
@@ -553,6 +557,9 @@ def _relative_paths(value: Any, root: str) -> Any:
 
 def _relative_node_paths(graphs: list[Any], rel: Callable[[str], str]) -> None:
     for g in graphs:
+        ends = g.get("ends") if isinstance(g, dict) else None  # the graph break that ended a compiled graph
+        if isinstance(ends, dict) and isinstance(ends.get("file"), str):
+            ends["file"] = rel(ends["file"])
         nodes = g.get("nodes") if isinstance(g, dict) else None
         for node in nodes if isinstance(nodes, list) else ():
             if isinstance(node, dict):

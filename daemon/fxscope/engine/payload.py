@@ -127,6 +127,10 @@ def _graph(g: Any, where: str) -> None:
     if not isinstance(g, dict):
         raise _Bad(f"{where}: not an object")
     _need(g, "module", str, where)
+    if g.get("analysis") is not None and not isinstance(g["analysis"], str):
+        raise _Bad(f"{where}: 'analysis' is not a string")
+    if g.get("ends") is not None:
+        _location(g["ends"], f"{where}.ends", required=False)
     for i, node in enumerate(_need(g, "nodes", list, where)):
         if not _plain_node(node):  # the common case is checked without building messages
             _node(node, f"{where}.nodes[{i}]")
@@ -158,6 +162,21 @@ def _node(node: Any, at: str) -> None:
     _location(node, at, required=False)
 
 
+def _summary(body: Mapping[str, Any], key: str, counts: tuple[str, ...]) -> None:
+    """An analysis summary (``compile``, ``export``): an object whose counts are counts."""
+    value = body.get(key)
+    if value is None:
+        return
+    if not isinstance(value, dict):
+        raise _Bad(f"{key!r} is not an object")
+    for name in counts:
+        if value.get(name) is not None and not _int(value[name], 0):
+            raise _Bad(f"{key}.{name} is not a count")
+    duration = value.get("duration_ms")
+    if duration is not None and (isinstance(duration, bool) or not isinstance(duration, (int, float))):
+        raise _Bad(f"{key}.duration_ms is not a number")
+
+
 def payload_problem(body: Any) -> str | None:
     """Why ``body`` is not a well-formed target result (the report schema's target and finding
     shapes, plus ``files``, ``output`` and ``warnings``), or ``None`` when it is one."""
@@ -187,6 +206,8 @@ def payload_problem(body: Any) -> str | None:
         for key in ("output", "torch", "device", "build_key"):
             if body.get(key) is not None and not isinstance(body[key], str):
                 raise _Bad(f"{key!r} is not a string")
+        _summary(body, "compile", ("graphs", "breaks", "recompiles"))
+        _summary(body, "export", ("problems",))
         _strings(body, "warnings", "result")
     except _Bad as bad:
         return str(bad)

@@ -61,6 +61,19 @@ def _node(n: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _entry(g: Mapping[str, Any], nodes: list[dict[str, Any]]) -> dict[str, Any]:
+    """A graph of the document: its module and nodes, and for a graph torch.compile captured its
+    ``analysis`` (``"compile"``) and ``ends`` (the graph break that ended it: reason, file, line)."""
+    out: dict[str, Any] = {"module": str(g.get("module", "")), "nodes": nodes}
+    analysis = g.get("analysis")
+    if isinstance(analysis, str) and analysis != "fx":
+        out["analysis"] = analysis
+    ends = g.get("ends")
+    if isinstance(ends, Mapping) and ends.get("file"):
+        out["ends"] = {"reason": str(ends.get("reason") or ""), "file": str(ends["file"]), "line": int(ends.get("line") or 0)}
+    return out
+
+
 def module_subgraph(graphs: Iterable[Mapping[str, Any]], module: str) -> list[dict[str, Any]]:
     """The graphs of ``module``: its own graph when it was traced on its own, else the nodes of
     its scope cut out of the graphs of enclosing modules that traced it inline (inputs from
@@ -68,7 +81,7 @@ def module_subgraph(graphs: Iterable[Mapping[str, Any]], module: str) -> list[di
     graphs = list(graphs)
     own = [g for g in graphs if g.get("module", "") == module]
     if own:
-        return [{"module": module, "nodes": [_node(n) for n in g.get("nodes") or ()]} for g in own]
+        return [_entry(g, [_node(n) for n in g.get("nodes") or ()]) for g in own]
     out = []
     for g in graphs:
         if not within(module, str(g.get("module", ""))):
@@ -79,7 +92,7 @@ def module_subgraph(graphs: Iterable[Mapping[str, Any]], module: str) -> list[di
         names = {n["name"] for n in nodes}
         for n in nodes:
             n["inputs"] = [i for i in n["inputs"] if i in names]
-        out.append({"module": str(g.get("module", "")), "nodes": nodes})
+        out.append(_entry(g, nodes))
     return out
 
 
@@ -109,7 +122,7 @@ def build_document(target_id: str, *, status: str, graphs: Iterable[Mapping[str,
     entries = [dict(m) for m in modules]
     shown = target_findings(findings, target_id, module)
     if module is None:
-        chosen = [{"module": str(g.get("module", "")), "nodes": [_node(n) for n in g.get("nodes") or ()]} for g in graphs]
+        chosen = [_entry(g, [_node(n) for n in g.get("nodes") or ()]) for g in graphs]
     else:
         chosen = module_subgraph(graphs, module)
         known = module == "" or any(m.get("path") == module for m in entries) or bool(shown)

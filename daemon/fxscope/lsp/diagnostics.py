@@ -28,7 +28,7 @@ from fxscope.lsp.notebooks import NotebookView, disk_view
 from fxscope.lsp.positions import PositionEncoder, split_lines
 from fxscope.lsp.workspaces import Folder, path_to_uri, uri_to_path
 from fxscope.model import Finding, Location
-from fxscope.model.codes import CODES_URL
+from fxscope.model.codes import CODES, CODES_URL
 from fxscope.project.notebooks import is_notebook
 from fxscope.session import FileFindings, ResultsEvent
 
@@ -49,6 +49,12 @@ _UNNECESSARY = ("FXS301", "FXS302")
 _MAX_SCOPES = 8
 #: Longest wait of a pull from a client without refresh support for results of the current version.
 PULL_WAIT_S = 15.0
+
+
+def _code_url(code: str) -> str:
+    """The page that documents a finding code (the fx codes' table, the compile or export analysis)."""
+    known = CODES.get(code)
+    return known.url if known is not None else CODES_URL
 
 
 def resolve_file(root: Path, file: str) -> Path:
@@ -149,7 +155,7 @@ def to_diagnostic(finding: Finding, path: Path, root: Path, encoder: PositionEnc
         message=message,
         severity=_SEVERITY.get(finding.severity, types.DiagnosticSeverity.Error),
         code=finding.code,
-        code_description=types.CodeDescription(href=CODES_URL),
+        code_description=types.CodeDescription(href=_code_url(finding.code)),
         source=SOURCE,
         tags=[types.DiagnosticTag.Unnecessary] if finding.code in _UNNECESSARY else None,
         related_information=related or None,

@@ -12,7 +12,7 @@ has ``to_json``/``from_json``; the report schema v1 is their wire form.
 from fxscope.model.finding import Finding
 from fxscope.model.location import Location, Scope
 from fxscope.model.nodes import CLASS_STATUSES, ClassSummary, GraphView, NodeInfo
-from fxscope.model.outcome import GraphInfo, Graphs, ModuleInfo, TargetOutcome
+from fxscope.model.outcome import CompileSummary, ExportSummary, GraphInfo, Graphs, ModuleInfo, TargetOutcome
 from fxscope.model.report import Report, ReportTarget, Summary
 from fxscope.model.snapshot import EMPTY_SNAPSHOT, Snapshot
 
@@ -20,6 +20,8 @@ __all__ = [
     "CLASS_STATUSES",
     "EMPTY_SNAPSHOT",
     "ClassSummary",
+    "CompileSummary",
+    "ExportSummary",
     "Finding",
     "GraphInfo",
     "GraphView",

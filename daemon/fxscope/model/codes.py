@@ -13,22 +13,28 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Code", "CODES", "CODES_URL", "SEVERITIES", "severity_rank", "finding_dict"]
+__all__ = ["Code", "CODES", "CODES_URL", "COMPILE_URL", "EXPORT_URL", "SEVERITIES", "severity_rank",
+           "finding_dict"]
 
 #: Documentation of the finding codes (the README's table on the project page).
 CODES_URL = "https://github.com/fxscope/fxscope#what-it-finds"
+#: Documentation of the compile analysis and its codes (FXS6xx), and of the export analysis (FXS7xx).
+COMPILE_URL = "https://github.com/fxscope/fxscope#the-compile-analysis"
+EXPORT_URL = "https://github.com/fxscope/fxscope#the-export-analysis"
 
 
 @dataclass(frozen=True)
 class Code:
     """One finding code: ``code`` (``FXS101``), ``name`` (kebab-case rule name), default
-    ``severity``, a one-line ``title`` and a longer ``help`` text (how to fix it)."""
+    ``severity``, a one-line ``title``, a longer ``help`` text (how to fix it) and ``url``, the
+    page that documents it."""
 
     code: str
     name: str
     severity: str
     title: str
     help: str
+    url: str = CODES_URL
 
 
 #: Severities from most to least severe.
@@ -169,6 +175,65 @@ _TABLE = [
         "graph is valid only for inputs where the answer is the same. To stay shape-generic, pass "
         "sizes straight to torch ops instead of Python control flow, select with `torch.where`, "
         "or state the assumption with `torch._check(...)`.",
+    ),
+    Code(
+        "FXS601", "graph-break", "warning",
+        "torch.compile breaks the graph here",
+        "torch.compile (Dynamo) cannot capture this line in a graph: it compiles the code before it, "
+        "runs this line in plain Python and starts a new graph after it (or runs the whole function "
+        "eagerly). Each break costs a compiled region and the optimisations across it. The message "
+        "and hints are torch's own (its graph-break registry); follow them, move the code out of "
+        "the compiled region, or wrap it in `torch.compiler.disable` on purpose.",
+        COMPILE_URL,
+    ),
+    Code(
+        "FXS602", "recompilation", "info",
+        "torch.compile recompiles the forward for another batch size",
+        "A guard of the compiled forward failed on the second call (another batch size), so "
+        "torch.compile traced and compiled it again; the guard that failed is in the message. "
+        "Mark the batch dimension dynamic (`torch._dynamo.mark_dynamic(x, 0)`, or "
+        "`torch.compile(dynamic=True)`), or avoid Python decisions on sizes.",
+        COMPILE_URL,
+    ),
+    Code(
+        "FXS603", "compile-failed", "error",
+        "The forward raised under torch.compile",
+        "Running the forward under torch.compile with the example inputs raised; the original "
+        "error is kept. Check that the example inputs (`inputs` of the target) are valid for the "
+        "model, then fix the code at the location shown.",
+        COMPILE_URL,
+    ),
+    Code(
+        "FXS701", "export-data-dependent", "error",
+        "torch.export needs a value that depends on tensor data",
+        "torch.export traces with symbolic values and cannot decide a condition or a size that "
+        "depends on the data in a tensor. Express a data-dependent branch with "
+        "`torch.cond(pred, true_fn, false_fn, operands)`; state a fact export cannot know with "
+        "`torch._check(...)` before the line (`torch._check_is_size(n)` for a size).",
+        EXPORT_URL,
+    ),
+    Code(
+        "FXS702", "export-unsupported", "error",
+        "torch.export cannot capture this Python construct",
+        "Strict export (Dynamo) met code it cannot put in one graph (print, generators, "
+        "unsupported builtins, calls into code it skips). Rewrite it with torch operations, move "
+        "it out of the forward, or export non-strict (`export-strict = false`).",
+        EXPORT_URL,
+    ),
+    Code(
+        "FXS703", "export-constraint-violation", "error",
+        "A dynamic dimension of torch.export was specialised",
+        "The model only works for the example's size of a dimension declared dynamic (a "
+        "`torch.export.Dim`): code compares or computes with it as a constant. Follow torch's "
+        "suggested fix (the `Dim` with a range, or a static size), or keep the size generic.",
+        EXPORT_URL,
+    ),
+    Code(
+        "FXS704", "export-failed", "error",
+        "torch.export failed",
+        "torch.export raised an error of another kind; the original message is kept. Check that "
+        "the model runs eagerly with the example inputs, then fix the code at the location shown.",
+        EXPORT_URL,
     ),
 ]
 

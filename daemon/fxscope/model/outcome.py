@@ -30,7 +30,8 @@ from fxscope.model.location import Location
 from fxscope.model.nodes import NodeInfo
 from fxscope.model.recipe import Recipe
 
-__all__ = ["MODULE_STATUSES", "STATUSES", "GraphInfo", "Graphs", "ModuleInfo", "TargetOutcome"]
+__all__ = ["ANALYSIS_FX", "MODULE_STATUSES", "STATUSES", "CompileSummary", "ExportSummary", "GraphInfo", "Graphs",
+           "ModuleInfo", "TargetOutcome"]
 
 #: Status of a target (the report schema's ``target.status``).
 STATUSES = ("traced", "partial", "failed", "error", "skipped")
@@ -38,6 +39,10 @@ STATUSES = ("traced", "partial", "failed", "error", "skipped")
 MODULE_STATUSES = ("traced", "leaf", "failed", "unvisited")
 
 _NO_FILES: Mapping[str, str] = MappingProxyType({})
+
+#: The ``analysis`` of an FX graph that fxscope's tracer made (a graph torch.compile captured is
+#: ``"compile"``).
+ANALYSIS_FX = "fx"
 
 
 def _cell(data: Mapping[str, Any]) -> int | None:
@@ -82,20 +87,35 @@ class ModuleInfo:
 
 @dataclass(frozen=True, slots=True)
 class GraphInfo:
-    """One FX graph of a target: the ``module`` it traces (``""`` = the root) and its nodes."""
+    """One FX graph of a target: the ``module`` it traces (``""`` = the root) and its nodes.
+    ``analysis`` says who made it: fxscope's tracer (``"fx"``) or torch.compile (``"compile"``:
+    one of the graphs Dynamo captured, in order); ``ends`` is where the graph break that ended a
+    captured graph is, its ``message`` the break's type."""
 
     module: str
     nodes: tuple[NodeInfo, ...]
+    analysis: str = ANALYSIS_FX
+    ends: Location | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The schema ``graphs[]`` entry."""
-        return {"module": self.module, "nodes": [n.graph_json() for n in self.nodes]}
+        out: dict[str, Any] = {"module": self.module, "nodes": [n.graph_json() for n in self.nodes]}
+        if self.analysis != ANALYSIS_FX:
+            out["analysis"] = self.analysis
+        if self.ends is not None:
+            out["ends"] = {"reason": self.ends.message or "", "file": self.ends.file, "line": self.ends.line}
+        return out
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any], *, target: str = "") -> GraphInfo:
         """Read a ``graphs[]`` entry; its nodes carry ``target`` as their ``target_id``."""
         module = str(data.get("module", ""))
-        return cls(module, tuple(NodeInfo.from_json(n, target=target, graph=module) for n in data.get("nodes") or ()))
+        ends = data.get("ends")
+        where = None
+        if isinstance(ends, Mapping) and ends.get("file") and ends.get("line"):
+            where = Location(str(ends["file"]), int(ends["line"]), message=str(ends.get("reason") or ""))
+        return cls(module, tuple(NodeInfo.from_json(n, target=target, graph=module) for n in data.get("nodes") or ()),
+                   str(data.get("analysis") or ANALYSIS_FX), where)
 
 
 class Graphs(Sequence[GraphInfo]):
@@ -162,6 +182,54 @@ class Graphs(Sequence[GraphInfo]):
 
 
 @dataclass(frozen=True)
+class CompileSummary:
+    """What the compile analysis measured: the ``graphs`` torch.compile captured on the first call,
+    the places it broke the graph (``breaks``), the functions it ``recompiled`` for a second batch
+    size, the ``dynamic`` setting (``"auto"``, true or false) and how long it took."""
+
+    graphs: int
+    breaks: int
+    recompiles: int
+    dynamic: str | bool = "auto"
+    duration_ms: float = 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        """The body's ``compile`` object."""
+        return {"graphs": self.graphs, "breaks": self.breaks, "recompiles": self.recompiles,
+                "dynamic": self.dynamic, "duration_ms": self.duration_ms}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> CompileSummary:
+        """Read a ``compile`` object."""
+        dynamic = data.get("dynamic", "auto")
+        return cls(int(data.get("graphs") or 0), int(data.get("breaks") or 0), int(data.get("recompiles") or 0),
+                   dynamic if isinstance(dynamic, bool) else str(dynamic), float(data.get("duration_ms") or 0.0))
+
+
+@dataclass(frozen=True)
+class ExportSummary:
+    """What the export analysis found: whether the model ``exported``, in ``strict`` mode, with a
+    dynamic batch (``dynamic_batch``), how many ``problems`` it reported and how long it took."""
+
+    exported: bool
+    strict: bool = False
+    dynamic_batch: bool = False
+    problems: int = 0
+    duration_ms: float = 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        """The body's ``export`` object."""
+        return {"exported": self.exported, "strict": self.strict, "dynamic_batch": self.dynamic_batch,
+                "problems": self.problems, "duration_ms": self.duration_ms}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> ExportSummary:
+        """Read an ``export`` object."""
+        return cls(bool(data.get("exported")), bool(data.get("strict")), bool(data.get("dynamic_batch")),
+                   int(data.get("problems") or 0), float(data.get("duration_ms") or 0.0))
+
+
+@dataclass(frozen=True)
 class TargetOutcome:
     """What is known about one target after a trace (or from the cache).
 
@@ -171,7 +239,8 @@ class TargetOutcome:
     ``files``: root-relative path -> content hash of every file the trace read; ``warnings``:
     one-line configuration warnings; ``output``: the tail of what the job printed; ``torch``: the
     version that traced it; ``device``: where the model was built; ``fault``: the kind of worker
-    fault (timeout, crash, ...) when the outcome is one.
+    fault (timeout, crash, ...) when the outcome is one; ``compile`` and ``export``: the summaries
+    of those analyses when they ran.
     """
 
     status: str
@@ -191,6 +260,8 @@ class TargetOutcome:
     build: Recipe | None = None
     build_key: str | None = None
     covered_by: str | None = None
+    compile: CompileSummary | None = None
+    export: ExportSummary | None = None
 
     @classmethod
     def from_json(cls, body: Mapping[str, Any], *, target: str = "") -> TargetOutcome:
@@ -214,6 +285,8 @@ class TargetOutcome:
             output=text("output"), torch=text("torch"), device=text("device"), fault=text("fault"),
             build=Recipe.from_json(body["build"]) if isinstance(body.get("build"), dict) else None,
             build_key=text("build_key"), covered_by=text("covered_by"),
+            compile=CompileSummary.from_json(body["compile"]) if isinstance(body.get("compile"), Mapping) else None,
+            export=ExportSummary.from_json(body["export"]) if isinstance(body.get("export"), Mapping) else None,
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -231,6 +304,10 @@ class TargetOutcome:
                 out[key] = value
         if self.build is not None:
             out["build"] = self.build.to_json()
+        if self.compile is not None:
+            out["compile"] = self.compile.to_json()
+        if self.export is not None:
+            out["export"] = self.export.to_json()
         return out
 
     @property

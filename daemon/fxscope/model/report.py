@@ -24,7 +24,7 @@ from typing import Any
 
 from fxscope import __version__
 from fxscope.model.finding import Finding
-from fxscope.model.outcome import Graphs, ModuleInfo
+from fxscope.model.outcome import CompileSummary, ExportSummary, Graphs, ModuleInfo
 from fxscope.model.recipe import Recipe
 
 __all__ = ["REPORT_VERSION", "Report", "ReportTarget", "Summary"]
@@ -40,7 +40,8 @@ def _counts(value: Any) -> Mapping[str, int]:
 @dataclass(frozen=True)
 class ReportTarget:
     """One checked target: where it is defined, how it ended and what it holds (schema
-    ``targets[]``). ``graphs`` is set only when the graphs were asked for (``--graphs``)."""
+    ``targets[]``). ``graphs`` is set only when the graphs were asked for (``--graphs``);
+    ``compile`` and ``export`` when those analyses ran."""
 
     id: str
     kind: str
@@ -52,6 +53,8 @@ class ReportTarget:
     nodes: int = 0
     modules: tuple[ModuleInfo, ...] = ()
     graphs: Graphs | None = None
+    compile: CompileSummary | None = None
+    export: ExportSummary | None = None
     #: How fxscope built a class target on its own (its provenance), when it did.
     build: Recipe | None = None
     #: In a notebook: the cell whose lines ``line`` counts (set when the report is shown).
@@ -68,16 +71,23 @@ class ReportTarget:
             out["build"] = self.build.to_json()
         if self.graphs is not None:
             out["graphs"] = self.graphs.to_json()
+        if self.compile is not None:
+            out["compile"] = self.compile.to_json()
+        if self.export is not None:
+            out["export"] = self.export.to_json()
         return out
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> ReportTarget:
         """Read a schema ``target`` object."""
         graphs = data.get("graphs")
+        compiled, exported = data.get("compile"), data.get("export")
         return cls(str(data["id"]), str(data["kind"]), str(data["file"]), int(data["line"]),
                    str(data["status"]), bool(data.get("cached", False)), float(data.get("duration_ms") or 0.0),
                    int(data.get("nodes") or 0), tuple(ModuleInfo.from_json(m) for m in data.get("modules") or ()),
                    Graphs(json=graphs, target=str(data["id"])) if isinstance(graphs, list) else None,
+                   CompileSummary.from_json(compiled) if isinstance(compiled, Mapping) else None,
+                   ExportSummary.from_json(exported) if isinstance(exported, Mapping) else None,
                    Recipe.from_json(data["build"]) if isinstance(data.get("build"), dict) else None,
                    int(data["cell"]) if isinstance(data.get("cell"), int) else None)
 

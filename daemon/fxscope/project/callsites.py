@@ -439,6 +439,9 @@ class _Extractor:
             except ValueError:
                 default = Lit(None)
         arguments.append((dest, default))
+        if isinstance(default, Lit) and isinstance(default.value, (int, float, str, bool)) \
+                and len(self.keywords) < MAX_KEYWORDS_PER_FILE:  # `--ngpu 1`: the workspace's value for ngpu
+            self.keywords.append((dest, default.value, call.lineno + self.offset))
 
     def set_attribute(self, target: ast.Attribute, value: ast.expr, scope: _Scope) -> None:
         """``config.n_layer = 2`` on a name bound to a safe value: that value with the attribute."""

@@ -14,6 +14,7 @@ key, so a front end can print it as is or turn it into a diagnostic (``.path``, 
 from __future__ import annotations
 
 import difflib
+import functools
 import hashlib
 import json
 import keyword
@@ -30,6 +31,7 @@ else:  # pragma: no cover - exercised on Python 3.10 only
     import tomli as tomllib
 
 __all__ = [
+    "ANALYSES",
     "Config",
     "ConfigError",
     "DEFAULT_EXCLUDE",
@@ -51,6 +53,10 @@ DEFAULT_EXCLUDE: tuple[str, ...] = (
 )
 
 _DEVICES = ("meta", "cpu")
+#: The analyses of a target: fx symbolic tracing, torch.compile (graph breaks, recompilations),
+#: torch.export (export failures); ``analyses`` lists which run, ``["fx"]`` by default.
+ANALYSES = ("fx", "compile", "export")
+_DEFAULT_ANALYSES = ("fx",)
 _MIN_MEMORY_MB = 256
 _MAX_MEMORY_MB = 1 << 24  # 16 TiB: a larger address-space limit overflows setrlimit
 _TABLE = "[tool.fxscope]"
@@ -96,13 +102,18 @@ class TargetConfig:
     factory: str
     concrete_args: dict[str, Any] = field(default_factory=dict, hash=False)
     inputs: dict[str, Any] | str = field(default_factory=dict, hash=False)
+    #: The analyses of this target (``analyses`` in its table); None: the workspace's.
+    analyses: tuple[str, ...] | None = None
 
     def to_json(self) -> dict[str, Any]:
-        """A JSON-able dict (``concrete_args`` keyed as in Python; ``inputs`` only when set)."""
+        """A JSON-able dict (``concrete_args`` keyed as in Python; ``inputs`` and ``analyses`` only
+        when set)."""
         out: dict[str, Any] = {"name": self.name, "factory": self.factory,
                                "concrete_args": dict(self.concrete_args)}
         if self.inputs:
             out["inputs"] = self.inputs if isinstance(self.inputs, str) else dict(self.inputs)
+        if self.analyses is not None:
+            out["analyses"] = list(self.analyses)
         return out
 
 
@@ -129,6 +140,12 @@ class Config:
     workers: int | None = None
     cache_dir: Path | None = None
     memory_limit_mb: int = 4096
+    #: Which analyses run per target (see :data:`ANALYSES`), and their options: torch.compile's
+    #: ``dynamic`` (None: its automatic default), strict export, and export with a dynamic batch.
+    analyses: tuple[str, ...] = _DEFAULT_ANALYSES
+    compile_dynamic: bool | None = None
+    export_strict: bool = False
+    export_dynamic_batch: bool = False
 
     def __post_init__(self) -> None:
         if not self.python_path:  # Config(root=...) behaves like a workspace without a config
@@ -151,7 +168,35 @@ class Config:
             "wrap_functions": list(self.wrap_functions),
             "targets": [t.to_json() for t in self.targets],
             "memory_limit_mb": self.memory_limit_mb,
+            **self._analysis_inputs(),
         }
+
+    def _analysis_inputs(self) -> dict[str, Any]:
+        """The analysis settings that differ from the defaults (left out otherwise, so a
+        configuration without them keeps the fingerprint it always had)."""
+        out: dict[str, Any] = {}
+        if self.analyses != _DEFAULT_ANALYSES:
+            out["analyses"] = list(self.analyses)
+        if self.compile_dynamic is not None:
+            out["compile_dynamic"] = self.compile_dynamic
+        if self.export_strict:
+            out["export_strict"] = True
+        if self.export_dynamic_batch:
+            out["export_dynamic_batch"] = True
+        return out
+
+    def analyses_for(self, target_id: str) -> tuple[str, ...]:
+        """The analyses of a target: its own ``analyses`` (a factory target's table), else the
+        workspace's."""
+        own = next((t.analyses for t in self.targets if t.name == target_id), None)
+        return own if own is not None else self.analyses
+
+    @property
+    def uses_pt2(self) -> bool:
+        """Whether any target runs the compile or export analysis (the worker then imports
+        ``torch._dynamo`` and ``torch.export`` once, before it forks)."""
+        wanted = {"compile", "export"}
+        return bool(wanted & set(self.analyses)) or any(wanted & set(t.analyses or ()) for t in self.targets)
 
     def fingerprint(self) -> str:
         """sha256 hex of everything that can change a trace result (paths root-relative;
@@ -187,12 +232,17 @@ class Config:
             leaf_modules=tuple(data["leaf_modules"]),
             wrap_functions=tuple(data.get("wrap_functions", ())),
             targets=tuple(
-                TargetConfig(t["name"], t["factory"], dict(t["concrete_args"]), t.get("inputs") or {})
+                TargetConfig(t["name"], t["factory"], dict(t["concrete_args"]), t.get("inputs") or {},
+                             tuple(t["analyses"]) if t.get("analyses") is not None else None)
                 for t in data["targets"]
             ),
             workers=data.get("workers"),
             cache_dir=None if data.get("cache_dir") is None else Path(data["cache_dir"]),
             memory_limit_mb=int(data["memory_limit_mb"]),
+            analyses=tuple(data.get("analyses") or _DEFAULT_ANALYSES),
+            compile_dynamic=data.get("compile_dynamic"),
+            export_strict=bool(data.get("export_strict", False)),
+            export_dynamic_batch=bool(data.get("export_dynamic_batch", False)),
         )
 
 
@@ -245,8 +295,9 @@ def _toml_error(source: Path, text: str, exc: Exception) -> ConfigError:
 _KEYS = (
     "include", "exclude", "python-path", "auto-targets", "preload", "timeout", "device",
     "leaf-modules", "wrap-functions", "targets", "workers", "cache-dir", "memory-limit-mb",
+    "analyses", "compile-dynamic", "export-strict", "export-dynamic-batch",
 )
-_TARGET_KEYS = ("factory", "concrete-args", "inputs")
+_TARGET_KEYS = ("factory", "concrete-args", "inputs", "analyses")
 #: dtype names accepted in a target's ``inputs`` (see ``fxscope.trace.inputs.DTYPES``).
 _INPUT_DTYPES = (
     "float32", "float", "float64", "double", "float16", "half", "bfloat16", "int64", "long", "int32",
@@ -282,12 +333,33 @@ def _build(root: Path, source: Path | None, table: dict[str, Any], text: str) ->
         if not isinstance(value, str) or not value.strip():
             raise fail("cache-dir", f"{_TABLE} 'cache-dir' must be a path string, got {_describe(value)}")
         cache_dir = _abspath(root, value)
+    analyses = _analyses(table.get("analyses", list(_DEFAULT_ANALYSES)), _TABLE, lambda m: fail("analyses", m))
+    dynamic = table.get("compile-dynamic", "auto")
+    if dynamic not in (True, False, "auto"):
+        raise fail("compile-dynamic", f"{_TABLE} 'compile-dynamic' must be true, false or \"auto\", "
+                                      f"got {_describe(dynamic)}")
     return Config(
         root=root, source=source, include=include, exclude=exclude, python_path=python_path,
         auto_targets=get.boolean("auto-targets", True), preload=preload, timeout=timeout,
         device=device, leaf_modules=leaf, wrap_functions=wrap, targets=_targets(table.get("targets", {}), fail),
-        workers=workers, cache_dir=cache_dir, memory_limit_mb=memory,
+        workers=workers, cache_dir=cache_dir, memory_limit_mb=memory, analyses=analyses,
+        compile_dynamic=None if dynamic == "auto" else bool(dynamic),
+        export_strict=get.boolean("export-strict", False),
+        export_dynamic_batch=get.boolean("export-dynamic-batch", False),
     )
+
+
+def _analyses(value: Any, where: str, fail: Callable[[str], ConfigError]) -> tuple[str, ...]:
+    """An ``analyses`` list: known names, at least one, none twice."""
+    if not isinstance(value, list) or not value or not all(isinstance(v, str) for v in value):
+        raise fail(f"{where} 'analyses' must be a non-empty list of {', '.join(map(repr, ANALYSES))}, "
+                   f"got {_describe(value)}")
+    for name in value:
+        if name not in ANALYSES:
+            raise fail(f"{where} 'analyses' entries must be one of {', '.join(map(repr, ANALYSES))}, got {name!r}")
+    if len(set(value)) != len(value):
+        raise fail(f"{where} 'analyses' lists an analysis twice: {value!r}")
+    return tuple(value)
 
 
 class _Getter:
@@ -381,7 +453,9 @@ def _targets(value: Any, fail: Callable[..., ConfigError]) -> tuple[TargetConfig
                     f"or table, got {_describe(arg_value)}",
                 )
         inputs = _inputs(body.get("inputs", {}), header, fail_in)
-        result.append(TargetConfig(name, factory.strip(), dict(args), inputs))
+        analyses = (_analyses(body["analyses"], header, functools.partial(fail_in, "analyses"))
+                    if "analyses" in body else None)
+        result.append(TargetConfig(name, factory.strip(), dict(args), inputs, analyses))
     return tuple(result)
 
 

@@ -113,8 +113,8 @@ class RecipeIndex:
         """Values the workspace uses for a parameter called ``name``, best first: the value it
         passes most often (the smaller on a tie), then the smallest positive integer it passes
         (layer counts and sizes: a small build), from call sites, else from defaults."""
-        seen = self.vocabulary.get(name)
-        if not seen:
+        seen = [w for w in self.vocabulary.get(name, ()) if not (isinstance(w[0], Lit) and w[0].value is None)]
+        if not seen:  # None says nothing about a value (an argparse default of a required option)
             return []
         counts: dict[Expr, int] = {}
         for value, _, _ in seen:
@@ -373,12 +373,14 @@ _NAMED_PLACEHOLDERS: tuple[tuple[re.Pattern[str], Expr], ...] = tuple(
         (r"(^|_)(patch_size|patch)$", Lit(8)),
         (r"(^|_)(kernel_size|kernel)$", Lit(3)),
         (r"(^|_)(stride|padding|dilation)$", Lit(1)),
-        (r"(^|_)(vocab(_size)?|n_?vocab|num_tokens|num_classes|n_?classes|classes|num_embeddings|codebook_size|n_?tokens)$", Lit(16)),
+        (r"(^|_)(vocab(_size)?|n_?vocab|num_tokens|num_classes|n_?classes|classes|num_embeddings|codebook_size|n_?tokens?)$", Lit(16)),
+        (r"(^|_)(upscale_factor|scale_factor|factor|ratio|upscale)$", Lit(2)),
         (r"(^|_)(seq_len|max_seq_len|block_size|n_?ctx|context(_length)?|max_len|max_length|max_position(_embeddings)?|window(_size)?|length)$", Lit(16)),
         (r"(^|_)(dropout|p_?drop|drop(_rate|_path|_prob)?|attn_drop|proj_drop)$", Lit(0.0)),
         (r"(^|_)(eps|epsilon)$", Lit(1e-5)),
         (r"(^|_)(dims?|d_model|d_?[a-z]*|[a-z_]*dim(ension)?s?|hidden(_size|_dim)?|channels?|in_channels|out_channels|"
-         r"in_features|out_features|features|width|n_?embd|embed(_dim|ding_dim)?|emb(_dim)?|state|n_?state|size)$", Lit(16)),
+         r"in_features|out_features|features|width|n_?embd|embed(_dim|ding_dim|_size)?|emb(_dim)?|emsize|state|n_?state|"
+         r"n_?inp|n_?hid|n_?out|size)$", Lit(16)),
         (r"(^|_)(fn|net|module|block|layer|submodule|body|inner)$", Call(Ref("torch", ("nn", "Identity")))),
     ))
 _TYPED_PLACEHOLDERS: dict[str, Expr] = {"int": Lit(8), "float": Lit(1.0), "bool": Lit(False),

@@ -160,7 +160,8 @@ def report_target(r: TargetResult, root: str, *, graphs: bool) -> ReportTarget:
     modules = tuple(replace(m, location=_relative(m.location, root)) if m.location is not None else m
                     for m in outcome.modules)
     return ReportTarget(t.id, t.kind, t.file, max(t.line, 1), outcome.status, r.cached, r.duration_ms,
-                        outcome.nodes, modules, outcome.graphs if graphs else None, outcome.build)
+                        outcome.nodes, modules, outcome.graphs if graphs else None, outcome.compile, outcome.export,
+                        outcome.build)
 
 
 def build_report(root: str, torch_version: str, results: Sequence[TargetResult], *,

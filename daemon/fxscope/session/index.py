@@ -16,6 +16,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from fxscope.model import GraphInfo, ModuleInfo, NodeInfo
+from fxscope.model.outcome import ANALYSIS_FX
 
 __all__ = ["Instance", "ModuleIndex", "NodeIndex"]
 
@@ -23,7 +24,9 @@ __all__ = ["Instance", "ModuleIndex", "NodeIndex"]
 class NodeIndex:
     """Graph nodes by (file, line) over every target. A target's graphs are indexed once, on the
     first query after they were put: reading a 2,000-node graph into typed nodes takes
-    milliseconds, which the diagnostics of the edit that produced it never wait for."""
+    milliseconds, which the diagnostics of the edit that produced it never wait for. Only fxscope's
+    FX graphs are indexed (a line's nodes per module instance); the graphs torch.compile captured
+    are drawn by the graph view."""
 
     def __init__(self) -> None:
         self._lines: dict[str, dict[int, list[NodeInfo]]] = {}  # file -> line -> nodes
@@ -63,6 +66,8 @@ class NodeIndex:
     def _add(self, target: str, graphs: Iterable[GraphInfo]) -> None:
         files: set[str] = set()
         for graph in graphs:
+            if graph.analysis != ANALYSIS_FX:
+                continue
             for node in graph.nodes:
                 loc = node.location
                 if loc is None:

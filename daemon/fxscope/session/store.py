@@ -21,6 +21,7 @@ from fxscope.cache import hash_json
 from fxscope.engine.results import REACHED, TargetResult, class_type
 from fxscope.graphview.document import GraphDocument, build_document
 from fxscope.model import ClassSummary, Finding, GraphView, NodeInfo, Snapshot
+from fxscope.model.outcome import ANALYSIS_FX
 from fxscope.project.discovery import FileError, Target
 from fxscope.report.build import file_error_finding, finding_order, merge_findings, target_findings
 from fxscope.report.filters import is_suppressed
@@ -300,7 +301,7 @@ class ResultStore:
         if stored is None:
             return GraphView(target_id, module, "pending", (), ())
         outcome = stored.result.outcome
-        graphs = [g for g in outcome.graphs or () if module is None or g.module == module]
+        graphs = [g for g in outcome.graphs or () if g.analysis == ANALYSIS_FX and (module is None or g.module == module)]
         edges = tuple((g.module, src, n.name) for g in graphs for n in g.nodes for src in n.inputs)
         status = "pending" if pending else outcome.status
         return GraphView(target_id, module, status, tuple((g.module, g.nodes) for g in graphs),

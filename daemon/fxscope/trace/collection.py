@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import inspect
 from collections import deque
+from contextlib import contextmanager
 from typing import Any, Callable, Iterator, Mapping
 
 import torch
@@ -186,7 +187,8 @@ class GraphCollection:
             mod, cargs, stand_in = queue.popleft()
             prefix = self.paths.get(mod, "")
             tracer = self._new_tracer(mod, prefix, anchors.get(id(mod)), seen_calls.get(id(mod)), stand_in)
-            graph = tracer.trace(mod, concrete_args=cargs)
+            with _model_state_kept(model):  # a trace leaves nothing in the model for the next one
+                graph = tracer.trace(mod, concrete_args=cargs)
             self.tracers.append(tracer)
             self.findings.extend(tracer.findings)
             for key, call in tracer.call_args.items():
@@ -229,6 +231,30 @@ class GraphCollection:
                 yield from self._traceable_children(child, tracer)
             elif not tracer.is_static_leaf(child, self.paths.get(child, "")):
                 yield child
+
+
+@contextmanager
+def _model_state_kept(model: nn.Module) -> Iterator[None]:
+    """Restore every module's attributes (and its parameter, buffer and submodule tables) after a
+    trace. A forward that assigns to a module (``m.weight = params[:, :4]``, AdaIN style) leaves a
+    proxy of that trace on it; a child traced on its own afterwards would meet it (fx's "Found
+    multiple different tracers") where plain fx, on the model as built, never does."""
+    saved = [(m, dict(m.__dict__), dict(m._parameters), dict(m._buffers), dict(m._modules))
+             for m in model.modules()]
+    try:
+        yield
+    finally:
+        for m, attrs, params, buffers, modules in saved:
+            for table, kept in ((m._parameters, params), (m._buffers, buffers), (m._modules, modules),
+                                (m.__dict__, attrs)):
+                if not _same(table, kept):
+                    table.clear()
+                    table.update(kept)
+
+
+def _same(now: dict[str, Any], before: dict[str, Any]) -> bool:
+    """The same keys holding the same objects (identity: values may be tensors)."""
+    return now.keys() == before.keys() and all(now[k] is v for k, v in before.items())
 
 
 def recursive_trace(model: nn.Module, concrete_args: dict[str, Any] | None = None, *,

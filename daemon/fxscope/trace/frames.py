@@ -29,6 +29,7 @@ __all__ = [
     "internal_prefixes",
     "default_is_user_file",
     "location_at",
+    "char_column",
 ]
 
 #: Frame kinds. INTERNAL: torch, numpy, the standard library, fxscope itself: never "offending".
@@ -144,6 +145,13 @@ class FrameClassifier:
             k = self._kinds[filename] = self._classify(filename)
         return k
 
+    def file_kind(self, filename: str) -> int:
+        """The kind of the code in ``filename`` (a stack frame's file; memoised)."""
+        k = self._kinds.get(filename)
+        if k is None:
+            k = self._kinds[filename] = self._classify(filename)
+        return k
+
     def _classify(self, filename: str) -> int:
         if filename.startswith("<"):
             # Interactive and doctest code is the user's; generated code (fx's eval) is not. With
@@ -172,8 +180,8 @@ class FrameClassifier:
 _positions_cache: dict[types.CodeType, list] = {}
 
 
-def _char_col(filename: str, line: int, byte_col: int) -> int:
-    """Convert a UTF-8 byte offset into a character offset on ``line``."""
+def char_column(filename: str, line: int, byte_col: int) -> int:
+    """Convert a UTF-8 byte offset on ``line`` of ``filename`` into a character offset (0-based)."""
     text = linecache.getline(filename, line)
     if not text or text.isascii():
         return byte_col
@@ -195,9 +203,9 @@ def location_at(code: types.CodeType, lasti: int, lineno: int | None = None) -> 
         if line is not None:
             column = end_column = None
             if col is not None:
-                column = _char_col(filename, line, col) + 1
+                column = char_column(filename, line, col) + 1
             if end_col is not None and end_line is not None:
-                end_column = _char_col(filename, end_line, end_col) + 1
+                end_column = char_column(filename, end_line, end_col) + 1
             return SourceLocation(filename, line, column, end_line, end_column, code.co_name)
     return SourceLocation(filename, lineno or code.co_firstlineno, function=code.co_name)
 

@@ -2,7 +2,8 @@
 
 The child isolates itself (process group, default signal handlers, output captured to a pipe,
 stack dumps on SIGUSR1 and fatal signals), records the module baseline, then sets the job's memory
-and recursion limits, runs the job's runner and writes a JSON result file atomically. A spare
+and recursion limits, points temporary files at the job's own directory (``TMPDIR``, removed with
+it), runs the job's runner and writes a JSON result file atomically. A spare
 (:func:`run_spare`) does everything up to the baseline before it has a job, then blocks until the
 zygote hands one over on a pipe of its own. Every exception, ``SystemExit`` included, becomes a
 fault dict; the child never returns to the zygote's loop. Once the result is written and its
@@ -20,6 +21,7 @@ import re
 import resource
 import signal
 import sys
+import tempfile
 import traceback
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -309,8 +311,16 @@ def _write_result(files: JobFiles, result: dict[str, Any]) -> None:
     os.replace(tmp, files.result)
 
 
+def _private_temp(files: JobFiles) -> None:
+    """Temporary files of the job (``tempfile``, and every library that reads ``TMPDIR``: torch's
+    compile caches) go to its own directory, which the zygote removes when the job ends."""
+    os.environ["TMPDIR"] = files.directory
+    tempfile.tempdir = files.directory
+
+
 def _run(job: dict[str, Any], files: JobFiles) -> dict[str, Any]:
     _set_limits(job)
+    _private_temp(files)
     sys_path = [str(p) for p in job.get("sys_path") or ()]
     if sys_path:
         sys.path[:0] = sys_path

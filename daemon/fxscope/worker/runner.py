@@ -39,8 +39,11 @@ from fxscope.project.discovery import Target
 from fxscope.worker.trace_job import TraceJob
 
 ABSENT = "absent"  # the dependency "hash" of a file that must stay missing (see the engine)
+#: Set to "1" in the zygote's environment when the workspace runs the compile or export analysis:
+#: :func:`warm_up` then also imports torch._dynamo and torch.export before the first fork.
+WARM_PT2_ENV = "FXSCOPE_WARM_PT2"
 
-__all__ = ["absent_candidates", "run_trace_job", "user_file_predicate", "warm_up"]
+__all__ = ["WARM_PT2_ENV", "absent_candidates", "run_trace_job", "user_file_predicate", "warm_up"]
 
 
 def user_file_predicate(root: str, excluded: tuple[str, ...] = (
@@ -234,6 +237,19 @@ def _wrap_functions(names: list[str]) -> tuple[tuple[Callable[..., Any], ...], l
     return tuple(functions), problems
 
 
+def _script_directory(root: str, file: str) -> str | None:
+    """The directory of a target's file when it is a directory of scripts rather than a package
+    (no ``__init__.py``) below the root: its files import their siblings by bare name (``from
+    train import ...``), as Python allows a script run from there. None for the root itself and
+    for packages."""
+    if not file or "/" not in file:
+        return None
+    directory = os.path.join(root, os.path.dirname(file))
+    if os.path.exists(os.path.join(directory, "__init__.py")):
+        return None
+    return directory
+
+
 def _defaults_recipe(target: Target) -> Recipe:
     """``Net()`` at the class line: the build from the constructor's defaults."""
     from fxscope.model.recipe import Call, Ref
@@ -312,6 +328,10 @@ def warm_up() -> None:
     site.getsitepackages()
     torch.overrides.get_overridable_functions()
     warm_override_tables()
+    if os.environ.get(WARM_PT2_ENV) == "1":  # the workspace runs the compile or export analysis
+        from fxscope.trace.pt2 import warm_up as warm_pt2
+
+        warm_pt2()
 
 
 def run_trace_job(raw_job: Mapping[str, Any]) -> dict[str, Any]:
@@ -332,6 +352,9 @@ def run_trace_job(raw_job: Mapping[str, Any]) -> dict[str, Any]:
     for p in reversed(config.python_path):
         if str(p) not in sys.path:
             sys.path.insert(0, str(p))
+    script_dir = _script_directory(root, target.file)
+    if script_dir is not None and script_dir not in sys.path:  # as `python dir/main.py` would have it
+        sys.path.insert(len(config.python_path), script_dir)
     is_user_file = user_file_predicate(root)
     fallback = {"file": job.fallback_file, "line": job.fallback_line}
     result: dict[str, Any] = {"torch": torch.__version__, "warnings": []}
@@ -374,10 +397,15 @@ def run_trace_job(raw_job: Mapping[str, Any]) -> dict[str, Any]:
     if blocked:  # a notebook (or script) class that reads what a statement fxscope did not run sets
         return skip_for(blocked)
 
+    analyses = config.analyses_for(target.id)
+    if "fx" not in analyses:  # only torch.compile / torch.export: they build the model themselves
+        return finish(_run_pt2(job, factory, {"status": "traced", "modules": [], "nodes": 0, "findings": []},
+                               is_user_file, fallback, result))
     leaf_types, problems = _leaf_types(list(config.leaf_modules))
     result["warnings"].extend(problems)
     wrap_functions, problems = _wrap_functions(list(getattr(config, "wrap_functions", ())))
     result["warnings"].extend(problems)
+
     def build(make: Callable[[], Any]) -> Any:
         return build_model(make, device=config.device, is_user_file=is_user_file, exact_meta=bool(target.inputs))
 
@@ -437,4 +465,64 @@ def run_trace_job(raw_job: Mapping[str, Any]) -> dict[str, Any]:
     blocked = name_errors((f.get("message") for f in body.get("findings") or () if f.get("code") == "FXS107"), home)
     if blocked:  # forward read a name fxscope left unset: not an error plain Python would have
         return skip_for(blocked)
-    return finish(body)
+    return finish(_run_pt2(job, factory, body, is_user_file, fallback, result))
+
+
+def _private_compile_caches() -> None:
+    """torch.compile's on-disk caches (inductor's cache, with Dynamo's profile of which sizes were
+    dynamic; triton's) in the job's temporary directory: nothing outlives the job, and no earlier
+    run's profile changes what this one reports."""
+    import tempfile
+
+    from fxscope.trace.pt2 import CACHE_DIR_ENV
+
+    scratch = tempfile.gettempdir()  # the job's own directory (see fxscope.worker.child)
+    os.environ[CACHE_DIR_ENV] = os.path.join(scratch, "torchinductor")
+    os.environ["TRITON_CACHE_DIR"] = os.path.join(scratch, "triton")
+
+
+def _run_pt2(job: TraceJob, factory: Callable[[], Any], body: dict[str, Any], is_user_file: Callable[[str], bool],
+             fallback: dict[str, Any], result: dict[str, Any]) -> dict[str, Any]:
+    """``body`` with the target's torch.compile and torch.export analyses added (when its
+    ``analyses`` list them): their findings and captured graphs, a ``compile``/``export`` summary,
+    their warnings. Without fx, a model that cannot be built is FXS401 and a failed export leaves
+    the target ``failed``."""
+    from fxscope.trace.pt2 import PT2_ANALYSES, Pt2Options
+
+    config, target = job.config, job.target
+    analyses = config.analyses_for(target.id)
+    if not any(a in analyses for a in PT2_ANALYSES):
+        return body
+    from fxscope.trace.build import BuildError
+    from fxscope.trace.frames import SourceLocation
+    from fxscope.trace.pt2 import run_pt2
+
+    options = Pt2Options(analyses, config.compile_dynamic, config.export_strict, config.export_dynamic_batch)
+    _private_compile_caches()
+    where = SourceLocation(str(fallback["file"]), int(fallback["line"]))
+    try:
+        extra = run_pt2(factory, target.inputs, target.concrete_args, options, is_user_file=is_user_file,
+                        fallback=where)
+    except BuildError as be:
+        if "fx" in analyses:  # fx built it (on meta); on the CPU it failed: say so, keep fx's result
+            result["warnings"].append(f"{' and '.join(a for a in PT2_ANALYSES if a in analyses)} analysis "
+                                      f"skipped: the model could not be built on the CPU: {be}")
+            return body
+        cause = be.__cause__ or be
+        what = "factory" if target.kind == "factory" else "constructor"
+        return {"status": "error", "modules": [], "nodes": 0,
+                "findings": [_error_finding("FXS401", f"the {what} raised {be}", cause, is_user_file, fallback)]}
+    except Exception as e:  # a bug in an analysis must still give a located answer
+        detail = "".join(traceback.format_exception_only(type(e), e)).strip()
+        body["findings"].append(_error_finding("FXS107", f"internal error in the compile/export analysis: {detail}",
+                                               e, is_user_file, fallback))
+        return body
+    body["findings"].extend(extra["findings"])
+    body.setdefault("graphs", []).extend(extra["graphs"])
+    result["warnings"].extend(extra["warnings"])
+    for key in PT2_ANALYSES:
+        if key in extra:
+            body[key] = extra[key]
+    if "fx" not in analyses and extra.get("export", {}).get("exported") is False:
+        body["status"] = "failed"
+    return body

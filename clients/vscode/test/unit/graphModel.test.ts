@@ -86,6 +86,25 @@ test("several graphs (children traced on their own) each get their own box", () 
   assert.equal(m.edges.length, 2);
 });
 
+test("each graph torch.compile captured is a region of its own, titled with the break that ended it", () => {
+  const compiled: GraphDocument = { ...doc, findings: [
+    { code: "FXS601", severity: "warning", message: "graph break", file: "m.py", line: 6 }], graphs: [
+    { module: "", analysis: "compile", ends: { reason: "Data-dependent branching", file: "m.py", line: 6 },
+      nodes: [node("x", "placeholder", ""), node("lin", "call_function", "lin", ["x"], 5), node("gt", "call_function", "", ["lin"], 6)] },
+    { module: "", analysis: "compile", nodes: [node("y", "placeholder", ""), node("mul", "call_function", "", ["y"], 7)] },
+  ] };
+  const m = buildModel(compiled);
+  const regions = [...m.boxes.values()].filter((b) => b.compiled);
+  assert.deepEqual(regions.map((b) => b.label), ["torch.compile graph 1/2", "torch.compile graph 2/2"]);
+  assert.equal(regions[0].note, "graph break at m.py:6: Data-dependent branching");
+  assert.equal(regions[1].note, "last graph: no break after it");
+  assert.equal(m.nodes.get("g0:gt")!.findings.length, 1, "the node of the break's line is marked");
+  assert.equal(m.nodes.get("g1:mul")!.box, "g1/");
+  // one captured graph alone is a region too; an fx graph alone is not boxed
+  assert.equal(buildModel({ ...compiled, graphs: [compiled.graphs[1]] }).boxes.get("g0/")?.label, "torch.compile graph 1/1");
+  assert.equal(buildModel(doc).boxes.get("g0/"), undefined);
+});
+
 test("the committed Python package bundle is the one this source builds", async () => {
   const root = join(__dirname, "..", "..");
   const { graphOptions, packageStatic } = await import(pathToFileURL(join(root, "build-options.mjs")).href);

@@ -34,7 +34,10 @@ _LEVEL = {"error": "error", "warning": "warning", "info": "note", "hint": "note"
 _PROBLEM_SEVERITY = {
     "error": "error", "warning": "warning", "info": "recommendation", "hint": "recommendation"
 }
-_CATEGORY = {"1": "tracing", "2": "graph-transform", "3": "unused", "4": "target"}
+_CATEGORY = {"1": "tracing", "2": "graph-transform", "3": "unused", "4": "target", "6": "graph-break",
+             "7": "export"}
+#: The torch feature a code is about, by its hundreds digit (the rest are torch.fx's).
+_FEATURE = {"6": "torch.compile", "7": "torch.export"}
 
 
 def rule(code: Code) -> dict[str, Any]:
@@ -45,9 +48,10 @@ def rule(code: Code) -> dict[str, Any]:
         "shortDescription": {"text": code.title},
         "fullDescription": {"text": code.help},
         "help": {"text": code.help, "markdown": code.help},
+        "helpUri": code.url,
         "defaultConfiguration": {"level": _LEVEL[code.severity]},
         "properties": {
-            "tags": ["torch.fx", _CATEGORY.get(code.code[3], "other")],
+            "tags": [_FEATURE.get(code.code[3], "torch.fx"), _CATEGORY.get(code.code[3], "other")],
             "problem.severity": _PROBLEM_SEVERITY[code.severity],
         },
     }
