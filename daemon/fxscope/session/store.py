@@ -27,7 +27,8 @@ from fxscope.report.build import file_error_finding, finding_order, merge_findin
 from fxscope.report.filters import is_suppressed
 from fxscope.report.locations import SourceCache
 from fxscope.session.data import FileFindings
-from fxscope.session.index import Instance, ModuleIndex, NodeIndex
+from fxscope.session.index import ModuleIndex, NodeIndex
+from fxscope.session.summaries import class_summary
 
 __all__ = ["ResultStore", "StoredResult"]
 
@@ -287,8 +288,9 @@ class ResultStore:
             end = starts[i + 1] if i + 1 < len(starts) else None
             target = next((t for t in own if t.line == line), None)
             seen = instances.get(line, [])
-            summary = _summary(file, line, classes[line], target, stored.get(target.id) if target else None,
-                               seen, pending(target.id) if target else False)
+            held = stored.get(target.id) if target else None
+            summary = class_summary(file, line, classes[line], target, held.result.outcome if held else None,
+                                    held.findings if held else (), seen, pending(target.id) if target else False)
             kids = sorted({c for inst in seen for c in leaves.get((inst.target, inst.module.path), ())})
             count = sum(1 for n in lines if line <= n and (end is None or n < end))
             out.append(replace(summary, leaf_children=tuple(kids), findings=count))
@@ -320,39 +322,6 @@ class ResultStore:
                               graphs=outcome.graphs.to_json() if outcome.graphs is not None else (),
                               modules=[m.to_json() for m in outcome.modules],
                               findings=[f.to_json() for f in stored.findings], module=module)
-
-
-def _summary(file: str, line: int, names: tuple[str, str], target: Target | None, stored: StoredResult | None,
-             seen: Sequence[Instance], pending: bool) -> ClassSummary:
-    """A class's summary, before its leaf children and findings are counted."""
-    qualname, type_name = names
-    others = sorted({i.target for i in seen} - {target.id if target else ""})
-    targets = ([target.id] if target else []) + others
-    reason = reason_code = None
-    nodes = 0
-    build = provenance = None
-    reached = [i for i in seen if i.module.status in REACHED]
-    if target is not None and pending:
-        status = "pending"
-    elif stored is not None and stored.result.outcome.status == "skipped" and reached:
-        status = "failed" if any(i.module.status == "failed" for i in reached) else "traced"  # through a parent
-    elif stored is not None:
-        outcome = stored.result.outcome
-        status, nodes = outcome.status, outcome.nodes
-        if outcome.covered_by:
-            reason = f"built by the factory target `{outcome.covered_by}`"
-        elif status in ("skipped", "error", "failed"):
-            reason = stored.findings[0].message if stored.findings else None
-            reason_code = stored.findings[0].code if stored.findings else None
-        if outcome.build is not None and outcome.build.kind != "defaults" and status != "skipped":
-            build, provenance = outcome.build.text, outcome.build.provenance()
-    elif seen:
-        status = "failed" if any(i.module.status == "failed" for i in seen) else "traced"
-    else:
-        status = "not-traced"
-    instances = tuple(sorted({i.module.path for i in seen}))
-    return ClassSummary(file, line, qualname, type_name, tuple(targets), status, nodes, instances, (), 0, reason,
-                        build, provenance, reason_code)
 
 
 def _built_from_defaults(result: TargetResult) -> bool:

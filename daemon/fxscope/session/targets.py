@@ -79,6 +79,12 @@ class TargetSet:
         with self._lock:
             return [t for t in self._by_file.get(rel, ()) if t.kind == "class"]
 
+    def class_target_at(self, rel: str, line: int) -> Target | None:
+        """The class target defined at ``line`` of ``rel``, or of the class whose body holds that
+        line (the nearest class target starting at or above it)."""
+        above = [t for t in self.class_targets(rel) if t.line <= line]
+        return max(above, key=lambda t: t.line) if above else None
+
     def affected(self, rel: str, recorded: Iterable[str] = ()) -> frozenset[str]:
         """Ids of the targets an edit of ``rel`` can change: the static import graph of the
         current discovery, and ``recorded`` (the targets whose results read ``rel``)."""

@@ -9,7 +9,8 @@ changes, keeping the warm worker pool when only unrelated keys change) and the e
 here imports torch.
 
 Positions are 1-based lines and 1-based code-point columns (``fxscope.lsp.positions`` converts
-them for LSP clients).
+them for LSP clients). Callbacks (``on_results``, ``on_progress``, ``on_warning``) may be called
+from worker threads.
 
 Example::
 
@@ -19,8 +20,6 @@ Example::
     ws.wait_idle(60)
     ws.findings_for(root / "m.py").findings
     ws.close()
-
-Callbacks (``on_results``, ``on_progress``, ``on_warning``) may be called from worker threads.
 """
 
 from __future__ import annotations
@@ -105,8 +104,8 @@ class Workspace:
         self.scheduler.request_all(self.documents.snapshot().generation, at_once=True)
 
     def warm(self, *, wait: bool = False) -> None:
-        """Start the worker zygote now (in the background unless ``wait``), so the first trace
-        does not wait for torch; ``status().worker`` is ``starting`` until it is ready."""
+        """Start the worker zygote now (in the background unless ``wait``); ``status().worker`` is
+        ``starting`` until it is ready."""
         self._life.starting()
         if wait:
             self._life.warm()
@@ -122,9 +121,8 @@ class Workspace:
             self.scheduler.request_all(self.documents.snapshot().generation)
 
     def reload_config(self) -> str | None:
-        """Re-read ``pyproject.toml`` when it changed; the error when it is now invalid (the
-        previous configuration stays in use). A changed configuration re-checks every target;
-        the warm worker pool is kept when ``preload`` and the worker count are unchanged."""
+        """Re-read ``pyproject.toml`` when it changed (re-checking every target, keeping the warm pool
+        when ``preload`` and the worker count are the same); the error when it is now invalid."""
         error, changed = self._life.reload_config()
         if changed:
             self.targets.rescan()  # include/exclude or python-path may have changed
@@ -267,16 +265,13 @@ class Workspace:
         return self.store.graph_document(target_id, module, self._pending(target_id))
 
     def target_for_class(self, path: Path, line: int) -> str | None:
-        """The id of the class target defined at ``line`` of ``path``, or of the class whose body
-        holds that line (the nearest class target starting at or above it)."""
-        above = [t for t in self.targets.class_targets(self._rel(self._key(path))) if t.line <= line]
-        return max(above, key=lambda t: t.line).id if above else None
+        """The id of the class target defined at ``line`` of ``path`` or whose body holds that line."""
+        found = self.targets.class_target_at(self._rel(self._key(path)), line)
+        return found.id if found is not None else None
 
     def factory_plan(self, path: Path, line: int) -> FactoryPlan | None:
-        """How to pin the class target defined at ``line`` of ``path`` as a configured factory
-        target (``fxscope init`` for one class): from the build fxscope used, or a template when it
-        could not build it; None for a class built from its defaults, covered by a factory, or not
-        traced yet."""
+        """How to pin the class target defined at ``line`` of ``path`` as a factory target (``fxscope
+        init`` for one class); None for a class built from its defaults, covered, or not traced yet."""
         tid = self.target_for_class(path, line)
         stored = self.store.get(tid) if tid is not None else None
         if stored is None or stored.result.target.line != line:
