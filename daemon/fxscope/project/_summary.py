@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Iterable, Union
 
+from ._names import dotted_name
 from .callsites import CallSite, markdown_examples, python_examples
 from .files import is_racy
 from .notebooks import NotebookError, is_notebook, notebook_tree, read_notebook
@@ -134,14 +135,7 @@ class Summary:
 def _dotted(node: ast.expr) -> str | None:
     if isinstance(node, ast.Subscript):  # Generic[T], nn.ModuleList[...]
         node = node.value
-    parts = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if not isinstance(node, ast.Name):
-        return None
-    parts.append(node.id)
-    return ".".join(reversed(parts))
+    return dotted_name(node)
 
 
 def _is_abstract(func: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:

@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterable
 
 from fxscope.model.recipe import Call, DictExpr, Expr, Lit, Ref, RefExpr, Seq, Setattrs, expr_from_json, expr_to_json
+from fxscope.project._names import dotted_parts
 
 __all__ = ["CallSite", "Examples", "docstring_examples", "markdown_call_sites", "markdown_examples",
            "python_call_sites", "python_examples"]
@@ -104,17 +105,6 @@ class CallSite:
 
 class _Unsafe(Exception):
     """An expression outside the safe subset."""
-
-
-def _dotted_parts(node: ast.expr) -> list[str] | None:
-    parts: list[str] = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if not isinstance(node, ast.Name):
-        return None
-    parts.append(node.id)
-    return parts[::-1]
 
 
 def _class_like(parts: list[str]) -> bool:
@@ -207,7 +197,7 @@ class _Converter:
                 return bound
             return RefExpr(self.ref([node.id]))
         if isinstance(node, ast.Attribute):
-            parts = _dotted_parts(node)
+            parts = dotted_parts(node)
             if parts is None:
                 raise _Unsafe("attribute")
             if len(parts) == 2:
@@ -259,7 +249,7 @@ class _Converter:
         return Lit(value)
 
     def call(self, node: ast.Call) -> Call:
-        parts = _dotted_parts(node.func)
+        parts = dotted_parts(node.func)
         if parts is None or not (_class_like(parts) or parts[-1] in _CONSTRUCTOR_FUNCTIONS):
             raise _Unsafe("callee")  # a function call: never a constructor fxscope would run
         func = self.ref(parts)
@@ -384,7 +374,7 @@ class _Extractor:
         """A new parser (``argparse.ArgumentParser(...)``) or a group of a known one."""
         if not isinstance(node, ast.Call):
             return None
-        parts = _dotted_parts(node.func) or []
+        parts = dotted_parts(node.func) or []
         if parts and parts[-1] == "ArgumentParser":
             return []
         if len(parts) == 2 and parts[1] in ("add_argument_group", "add_mutually_exclusive_group"):
@@ -398,7 +388,7 @@ class _Extractor:
             node = node.value
         if not isinstance(node, ast.Call) or node.args:
             return None
-        parts = _dotted_parts(node.func) or []
+        parts = dotted_parts(node.func) or []
         if len(parts) != 2 or parts[1] not in ("parse_args", "parse_known_args"):
             return None
         arguments = scope.parser(parts[0])
@@ -407,7 +397,7 @@ class _Extractor:
         return Call(Ref("argparse", ("Namespace",)), kwargs=tuple(dict(arguments).items()))
 
     def add_argument(self, call: ast.Call, scope: _Scope) -> None:
-        parts = _dotted_parts(call.func) or []
+        parts = dotted_parts(call.func) or []
         arguments = scope.parser(parts[0]) if len(parts) == 2 and parts[1] == "add_argument" else None
         if arguments is None:
             return
@@ -502,7 +492,7 @@ class _Extractor:
                 self.keywords.append((kw.arg, literal, node.lineno + self.offset))
 
     def record(self, node: ast.Call, scope: _Scope) -> None:
-        parts = _dotted_parts(node.func)
+        parts = dotted_parts(node.func)
         if parts is None or not _class_like(parts):
             return
         if not node.args and not node.keywords and parts[-1][:1].isupper():

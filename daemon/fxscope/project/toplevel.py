@@ -30,6 +30,8 @@ import sys
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
+from fxscope.project._names import dotted_name
+
 __all__ = ["Step", "dependencies", "is_script", "plan", "runnable_classes"]
 
 _BUILTINS = frozenset(dir(builtins))
@@ -52,17 +54,6 @@ class Step:
     end_line: int
     end_column: int
     reason: str | None = None
-
-
-def _dotted(node: ast.expr) -> str | None:
-    parts = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if not isinstance(node, ast.Name):
-        return None
-    parts.append(node.id)
-    return ".".join(reversed(parts))
 
 
 def _target_names(target: ast.expr) -> Iterator[str]:
@@ -130,7 +121,7 @@ def _is_fx_wrap(stmt: ast.stmt) -> bool:
     if not (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call)):
         return False
     call = stmt.value
-    return (_dotted(call.func) in _FX_WRAP and len(call.args) == 1 and not call.keywords
+    return (dotted_name(call.func) in _FX_WRAP and len(call.args) == 1 and not call.keywords
             and isinstance(call.args[0], ast.Constant) and isinstance(call.args[0].value, str))
 
 
@@ -192,7 +183,7 @@ _REASONS: tuple[tuple[type | tuple[type, ...], str], ...] = (
 def _reason(stmt: ast.stmt) -> str:
     if isinstance(stmt, ast.Expr) and isinstance(stmt.value, (ast.Call, ast.Await)):
         call = stmt.value.value if isinstance(stmt.value, ast.Await) else stmt.value
-        name = _dotted(call.func) if isinstance(call, ast.Call) else None
+        name = dotted_name(call.func) if isinstance(call, ast.Call) else None
         return f"a call of `{name}`" if name else "a call"
     for kinds, text in _REASONS:
         if isinstance(stmt, kinds):
@@ -353,7 +344,7 @@ def _uses(node: ast.stmt, defined: dict[str, ast.stmt]) -> Iterator[ast.Name]:
         todo.extend(a for a in attributes if a in functions and a not in reached)
     # methods of the module's own base classes reached through self (their entry points too)
     for base in node.bases:
-        base_name = _dotted(base)
+        base_name = dotted_name(base)
         if base_name in defined and isinstance(defined[base_name], ast.ClassDef):
             base_functions = _functions_of(defined[base_name])  # type: ignore[arg-type]
             for method in {*_ENTRY_METHODS, *attributes} & set(base_functions):

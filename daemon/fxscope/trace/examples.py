@@ -22,7 +22,7 @@ from typing import Any, Mapping
 
 import torch
 
-from fxscope.trace.inputs import DTYPES, InputSpec, parse_inputs
+from fxscope.trace.inputs import DTYPES, InputSpec, resolve_specs
 
 __all__ = ["SEED", "batch_size", "grow_batch", "real_inputs", "resolve_real_inputs"]
 
@@ -54,20 +54,8 @@ def resolve_real_inputs(configured: Mapping[str, Any] | str | None, returned: Ma
     transformers model's config); None without any. Raises ValueError for invalid specs."""
     if not configured and returned and all(isinstance(v, torch.Tensor) for v in returned.values()):
         return {name: value for name, value in returned.items()}
-    if configured == "auto":
-        from fxscope.trace.inputs import default_inputs
-
-        specs = default_inputs(model)
-        if specs is None:
-            raise ValueError(f"inputs = \"auto\" needs a transformers model with a known main input; "
-                             f"{type(model).__name__} has none")
-        return real_inputs(specs)
-    source = configured or returned
-    if not source:
-        return None
-    if isinstance(source, str):
-        raise ValueError(f"inputs must be a table of shapes or \"auto\", got {source!r}")
-    return real_inputs(parse_inputs(source))
+    specs = resolve_specs(configured, returned, model)
+    return real_inputs(specs) if specs is not None else None
 
 
 def batch_size(inputs: Mapping[str, Any]) -> int | None:

@@ -15,7 +15,7 @@ from typing import Any, Mapping
 import torch
 import torch.nn as nn
 
-__all__ = ["InputSpec", "DTYPES", "parse_inputs", "example_tensors", "default_inputs", "default_concrete_args",
+__all__ = ["InputSpec", "DTYPES", "parse_inputs", "resolve_specs", "example_tensors", "default_inputs", "default_concrete_args",
            "resolve_inputs"]
 
 #: Accepted dtype names (configuration and factories) -> torch dtype.
@@ -130,9 +130,9 @@ def default_concrete_args(model: nn.Module) -> dict[str, Any]:
     return {"use_cache": False} if "use_cache" in _forward_params(model) else {}
 
 
-def resolve_inputs(configured: Mapping[str, Any] | str | None, returned: Mapping[str, Any] | None,
-                   model: nn.Module) -> dict[str, torch.Tensor] | None:
-    """Meta example tensors for a target: the configured ``inputs`` (a table, or ``"auto"`` for
+def resolve_specs(configured: Mapping[str, Any] | str | None, returned: Mapping[str, Any] | None,
+                  model: nn.Module) -> dict[str, InputSpec] | None:
+    """The example input specs of a target: the configured ``inputs`` (a table, or ``"auto"`` for
     :func:`default_inputs`), else those its factory returned; None without any. Raises
     ValueError for invalid specs, or ``"auto"`` on a model without derivable inputs."""
     if configured == "auto":
@@ -140,10 +140,17 @@ def resolve_inputs(configured: Mapping[str, Any] | str | None, returned: Mapping
         if specs is None:
             raise ValueError(f"inputs = \"auto\" needs a transformers model with a known main input; "
                              f"{type(model).__name__} has none")
-        return example_tensors(specs)
+        return specs
     source = configured or returned
     if not source:
         return None
     if isinstance(source, str):
         raise ValueError(f"inputs must be a table of shapes or \"auto\", got {source!r}")
-    return example_tensors(parse_inputs(source))
+    return parse_inputs(source)
+
+
+def resolve_inputs(configured: Mapping[str, Any] | str | None, returned: Mapping[str, Any] | None,
+                   model: nn.Module) -> dict[str, torch.Tensor] | None:
+    """Meta example tensors for a target, from :func:`resolve_specs`."""
+    specs = resolve_specs(configured, returned, model)
+    return example_tensors(specs) if specs is not None else None
