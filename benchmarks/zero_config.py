@@ -295,13 +295,27 @@ def error_locations(findings: list[dict[str, Any]]) -> set[tuple[str, int]]:
 # -- plain fx in a fresh process ------------------------------------------------------------------
 
 def import_class(repo_dir: Path, target: dict[str, Any]) -> Any:
-    """The class of a class target, imported as fxscope's worker imports it."""
+    """The class of a class target, imported as fxscope's worker imports it: a script (its top level
+    trains, outside a main guard) through fxscope's safe executor, which runs its imports,
+    definitions and settings (its argparse defaults) but not its work."""
+    import ast
     import importlib
     import importlib.util
+    import types
+
+    from fxscope.project.toplevel import is_script
+    from fxscope.worker.safe_module import run_script
 
     module = module_name(repo_dir, target["file"])
-    if module:
-        obj: Any = importlib.import_module(module)
+    path = repo_dir / target["file"]
+    tree = ast.parse(path.read_bytes(), str(path))
+    if is_script(tree):
+        obj: Any = types.ModuleType(module or path_module_name(target["file"]))
+        obj.__file__ = str(path)
+        sys.modules[obj.__name__] = obj
+        run_script(tree, obj, str(path))
+    elif module:
+        obj = importlib.import_module(module)
     else:
         name = path_module_name(target["file"])
         spec = importlib.util.spec_from_file_location(name, repo_dir / target["file"])
@@ -364,6 +378,7 @@ def plain_fx(repo_dir: Path, target: dict[str, Any]) -> dict[str, Any]:
     if directory != repo_dir and not (directory / "__init__.py").exists():  # a directory of scripts, as fxscope
         sys.path.insert(len(entries), str(directory))
     os.chdir(repo_dir)
+    sys.argv = [str(repo_dir / target["file"])]  # as fxscope's worker: the file run with no arguments
     try:
         model, concrete = rebuild(repo_dir, target)
     except BaseException as e:  # noqa: BLE001 - user code may raise anything
@@ -482,11 +497,12 @@ def share_line(label: str, results: list[RepoResult]) -> str:
             f"over {len(shares)} repositories")
 
 
-def totals(results: list[RepoResult]) -> None:
+def totals(results: list[RepoResult], python: str) -> None:
+    """The figures over every repository measured (``python``: the interpreter that ran fxscope)."""
     repos = {repo.name: repo for repo in REPOS}
     print()
     print(share_line("total", results))
-    blocked = [r for r in results if repos[r.name].needs_torchvision] if not torchvision_imports(args.python) else []
+    blocked = [r for r in results if repos[r.name].needs_torchvision] if not torchvision_imports(python) else []
     if blocked:
         print(share_line("importable here", [r for r in results if r not in blocked])
               + f" (without {', '.join(r.name for r in blocked)}: their model packages import torchvision, "
@@ -612,7 +628,7 @@ def main(argv: list[str] | None = None) -> int:
         print_row(result)
         print_details(result, repo.before)
     if results:
-        totals(results)
+        totals(results, args.python)
     if args.json:
         args.json.write_text(json.dumps([asdict(r) | {"share": r.share} for r in results], indent=1))
     return 0

@@ -267,3 +267,82 @@ def test_a_notebook_is_found_by_watch_and_daemon_paths(notebook_ws: Path) -> Non
     doc = json.loads(proc.stdout)
     assert {t["id"] for t in doc["targets"]} == {"notebooks/model.ipynb::Block", "notebooks/model.ipynb::Net",
                                                  "notebooks/model.ipynb::Scaled", "small"}
+
+
+def test_a_training_script_sees_its_parsers_defaults(tmp_path: Path) -> None:
+    """A script that reads its sizes from argparse (PyTorch-GAN's layout): its classes are traced
+    with the defaults it would get run with no arguments; its training loop never runs (a module
+    that parses its command line at import is imported as it is, with no arguments); a class
+    that reads an argument without a default is FXS407 with argparse's usage as the reason."""
+    marker = tmp_path / "trained.marker"
+    write_tree(tmp_path, {"gan.py": f"""
+        import argparse
+        import os
+        import pathlib
+
+        import torch.nn as nn
+
+        os.makedirs("images", exist_ok=True)
+        parser = argparse.ArgumentParser()
+        parser.add_argument("--latent_dim", type=int, default=100, help="dimensionality of the latent space")
+        parser.add_argument("--img_size", type=int, default="28", help="size of each image dimension")
+        opt = parser.parse_args()
+        print(opt)
+        img_shape = (1, opt.img_size, opt.img_size)
+
+
+        class Generator(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.model = nn.Linear(opt.latent_dim, 1 * 28 * 28)
+
+            def forward(self, z):
+                img = self.model(z)
+                return img.view(img.size(0), *img_shape)
+
+
+        for epoch in range(opt.latent_dim):
+            pathlib.Path({str(marker)!r}).write_text("trained")
+    """, "cli.py": """
+        import argparse
+
+        import torch.nn as nn
+
+        parser = argparse.ArgumentParser()
+        parser.add_argument("--data", required=True)
+        args = parser.parse_args()  # MARK args
+
+
+        class Reader(nn.Module):
+            def forward(self, x):
+                return x[: len(args.data)]
+
+
+        for line in open(args.data):
+            print(line)
+    """, "module.py": """
+        import argparse
+
+        import torch.nn as nn
+
+        parser = argparse.ArgumentParser()
+        parser.add_argument("--dim", type=int, default=4)
+        args = parser.parse_args()  # not a script: imported as Python imports it
+
+
+        class Head(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = nn.Linear(args.dim, 2)
+
+            def forward(self, x):
+                return self.fc(x)
+    """})
+    run = run_check(tmp_path, "--show-info")
+    assert not marker.exists() and not (tmp_path / "images").exists()
+    assert run.targets["gan.py::Generator"]["status"] == "traced"
+    assert run.targets["gan.py::Generator"]["nodes"] > 0
+    assert run.targets["module.py::Head"]["status"] == "traced"  # the worker's own argv is not its command line
+    (info,) = run.findings(code="FXS407")
+    assert (info["file"], info["line"]) == ("cli.py", locate(tmp_path, "cli.py", "MARK args")[0])
+    assert "needs command-line arguments" in info["message"] and "--data" in info["message"]

@@ -127,3 +127,43 @@ def test_a_notebook_loads_without_its_work(tmp_path: Path) -> None:
         sys.modules.pop("helper_mod_for_nb", None)
         if str(path.parent) in sys.path:
             sys.path.remove(str(path.parent))
+
+
+PARSER = ("import argparse\n"
+          "parser = argparse.ArgumentParser(description='train')\n"
+          "parser.add_argument('--latent_dim', type=int, default=100)\n"
+          "parser.add_argument('--img_size', type=int, default='28')\n"
+          "group = parser.add_argument_group('data')\n"
+          "group.add_argument('--data-root', default='data/')\n"
+          "parser.add_argument('--cuda', action='store_true')\n")
+
+
+def test_a_command_line_parser_gives_its_defaults() -> None:
+    """A training script's `opt = parser.parse_args()` is what it sees run with no arguments,
+    whatever the command line of the process importing it."""
+    ns, skipped = run(PARSER + "opt = parser.parse_args()\nopt.n_cpu = 2\n"
+                      "img_shape = (1, opt.img_size, opt.img_size)\n")
+    assert not skipped
+    opt = ns["opt"]
+    assert (opt.latent_dim, opt.img_size, opt.data_root, opt.cuda, opt.n_cpu) == (100, 28, "data/", False, 2)
+    assert ns["img_shape"] == (1, 28, 28)
+
+
+@pytest.mark.parametrize(("extra", "why"), [
+    ("parser.add_argument('--data', required=True)\n", "needs command-line arguments"),
+    ("parser.add_argument('--size', type=lambda s: open(s), default='x')\n", "code fxscope does not run"),
+    ("def size(s):\n    return open(s)\nparser.add_argument('--size', type=size, default='x')\n",
+     "converts with `size`"),
+    ("class Act(argparse.Action):\n    pass\nparser.add_argument('--x', action=Act)\n", "`action` class"),
+])
+def test_a_parser_that_would_run_code_or_exit_is_skipped(extra: str, why: str) -> None:
+    """What argparse would run of the script's own, or a parser that would exit, leaves `opt`
+    unset (the classes that read it are FXS407), with the reason."""
+    ns, skipped = run(PARSER + extra + "opt = parser.parse_args()\n")
+    assert "opt" not in ns
+    assert why in skipped.get("parser", "") + skipped["opt"]
+
+
+def test_parsing_an_explicit_command_line_is_not_run() -> None:
+    _, skipped = run(PARSER + "opt = parser.parse_args(['--cuda'])\n")
+    assert "explicit command line" in skipped["opt"]

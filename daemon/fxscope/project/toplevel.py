@@ -10,7 +10,8 @@ when fxscope builds a class it defines. Of its top-level statements, in order:
 - assignments (``x = ...``, ``x: T = ...``, ``x += ...``, ``cfg.depth = 2``, ``table["k"] = v``,
   ``Net.forward = forward`` on a class of the module itself) are evaluated by a small interpreter
   that allows only literals, names already set, arithmetic and calls of constructors fxscope makes
-  on its own (``assign``);
+  on its own (``assign``), and so are ``parser.add_argument(...)`` statements (an ``argparse``
+  parser is built as written and ``parser.parse_args()`` parses an empty command line);
 - everything else is skipped: loops, ``if``/``with`` blocks, calls (``train()``, ``model.fit()``),
   IPython magics. A name a skipped statement binds is undefined from there on.
 
@@ -151,7 +152,14 @@ def _is_exception_type(node: ast.expr) -> bool:
     return all(isinstance(n, ast.Name) and n.id in _BUILTINS for n in names)
 
 
+#: Methods whose call statements build a command-line parser (``parser.add_argument(...)``).
+_PARSER_BUILDING = frozenset({"add_argument", "set_defaults"})
+
+
 def _assignment(stmt: ast.stmt) -> bool:
+    if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):  # parser.add_argument("--dim", ...)
+        func = stmt.value.func
+        return isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.attr in _PARSER_BUILDING
     if isinstance(stmt, ast.Assign):
         return all(_assignable(t) for t in stmt.targets)
     if isinstance(stmt, ast.AnnAssign):

@@ -355,6 +355,9 @@ def run_trace_job(raw_job: Mapping[str, Any]) -> dict[str, Any]:
     script_dir = _script_directory(root, target.file)
     if script_dir is not None and script_dir not in sys.path:  # as `python dir/main.py` would have it
         sys.path.insert(len(config.python_path), script_dir)
+    # As `python file.py` run with no arguments: a module that parses the command line when it is
+    # imported sees none of the worker's own.
+    sys.argv = [str(Path(root) / target.file)]
     is_user_file = user_file_predicate(root)
     fallback = {"file": job.fallback_file, "line": job.fallback_line}
     result: dict[str, Any] = {"torch": torch.__version__, "warnings": []}

@@ -7,10 +7,11 @@ are evaluated by :class:`Evaluator`: literals, names already set, attributes, su
 arithmetic and comparisons, and calls of constructors fxscope makes on its own (configuration
 classes: dataclasses, named tuples, ``*Config`` and ``*Args`` classes, transformers configs;
 ``torch.device``, ``torch.Size``; containers, ``functools.partial``, namespaces;
-``math`` functions; ``torch.cuda.is_available()``). A model (an ``nn.Module``) is never built
-there: fxscope builds classes itself, on the meta device. Every other statement is skipped, and
-so is an assignment the evaluator refuses or whose constructor raises; a name a skipped statement
-binds is removed from the module (a module, class or function it names is kept:
+``math`` functions; ``torch.cuda.is_available()``; an ``argparse`` parser built as written and
+parsed from an empty command line, :mod:`fxscope.worker.safe_argparse`). A model (an
+``nn.Module``) is never built there: fxscope builds classes itself, on the meta device. Every
+other statement is skipped, and so is an assignment the evaluator refuses or whose constructor
+raises; a name a skipped statement binds is removed from the module (a module, class or function it names is kept:
 ``torch.manual_seed(0)`` does not unbind ``torch``). What was skipped is in the module's
 ``__fxscope_skipped__``.
 
@@ -24,6 +25,7 @@ Example::
 from __future__ import annotations
 import __future__
 
+import argparse
 import ast
 import builtins
 import collections
@@ -44,6 +46,7 @@ from typing import Any
 from fxscope.project.notebooks import Notebook, NotebookError, notebook_tree, read_notebook
 from fxscope.project.toplevel import Step, plan
 from fxscope.worker.overlay import OverlayLoader, register_source
+from fxscope.worker.safe_argparse import ParserRefused, call_parser_method, is_parser_class, is_parser_method
 
 __all__ = ["Evaluator", "NotAllowed", "Skipped", "load_notebook", "notebook_of", "run_safely", "run_script",
            "skipped_of"]
@@ -273,10 +276,15 @@ class Evaluator:
                 kwargs[keyword.arg] = self.value(keyword.value)
         if any(func is f for f in _MATERIALISING) and any(_too_many(a) for a in (*args, *kwargs.values())):
             raise NotAllowed(f"`{_text(node)}` is too large")
+        if is_parser_method(func):
+            try:
+                return call_parser_method(func, args, kwargs)
+            except ParserRefused as e:
+                raise NotAllowed(str(e)) from None
         return func(*args, **kwargs)
 
     def _check_callable(self, func: Any, node: ast.Call) -> None:
-        if any(func is allowed for allowed in _FUNCTIONS):
+        if any(func is allowed for allowed in _FUNCTIONS) or is_parser_class(func) or is_parser_method(func):
             return
         if inspect.isclass(func):
             if _is_torch_module_class(func):
@@ -304,6 +312,9 @@ def _text(node: ast.AST, limit: int = 60) -> str:
 def _assign(stmt: ast.stmt, namespace: dict[str, Any], evaluator: Evaluator) -> None:
     """Carry out an assignment the evaluator allows (raises NotAllowed, NameError or what a
     constructor raises)."""
+    if isinstance(stmt, ast.Expr):  # parser.add_argument("--dim", type=int, default=64)
+        evaluator.value(stmt.value)
+        return
     if isinstance(stmt, ast.AugAssign):  # x += 1, cfg.depth *= 2
         load = copy.copy(stmt.target)
         load.ctx = ast.Load()
@@ -349,7 +360,7 @@ def _bind(target: ast.expr, value: Any, namespace: dict[str, Any], evaluator: Ev
 def _mutable_value(obj: Any) -> bool:
     """A configuration object an assignment may change (``cfg.depth = 2``); a class of the module
     itself may get a method from a later cell too (``Net.forward = forward``)."""
-    if isinstance(obj, (types.SimpleNamespace, dict)):
+    if isinstance(obj, (types.SimpleNamespace, argparse.Namespace, dict)):
         return True
     return not inspect.isclass(obj) and not inspect.ismodule(obj) and _is_config_class(type(obj))
 
