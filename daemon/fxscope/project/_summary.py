@@ -21,7 +21,7 @@ from ._names import dotted_name
 from .callsites import CallSite, markdown_examples, python_examples
 from .files import is_racy
 from .notebooks import NotebookError, is_notebook, notebook_tree, read_notebook
-from .toplevel import is_script, plan
+from .toplevel import is_main_guard, is_script, plan
 
 __all__ = ["SUMMARY_FORMAT", "ClassInfo", "Summary", "cache_stats", "clear_cache", "file_kind", "is_markdown",
            "summary_of_bytes", "summary_of_file", "summary_of_text"]
@@ -310,7 +310,7 @@ class _Collector:
             self.visit(stmt.body)
             self.visit(stmt.orelse)
             self.visit(stmt.finalbody)
-        elif isinstance(stmt, ast.If) and _is_main_guard(stmt.test):
+        elif isinstance(stmt, ast.If) and is_main_guard(stmt.test):
             self.visit(stmt.orelse)  # `if __name__ == "__main__":` never runs on import
         elif isinstance(stmt, (ast.If, ast.For, ast.AsyncFor, ast.While)):
             self.visit(stmt.body)
@@ -332,15 +332,6 @@ class _Collector:
             simple = isinstance(stmt, ast.Assign) and isinstance(target, ast.Name) and alias is not None
             for name in _bound_names(target):
                 self.bindings[name] = ("alias", alias) if simple and alias is not None else ("other",)
-
-
-def _is_main_guard(test: ast.expr) -> bool:
-    """``__name__ == "__main__"`` (either way round)."""
-    if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq)):
-        return False
-    sides = (test.left, test.comparators[0])
-    return any(isinstance(a, ast.Name) and a.id == "__name__" for a in sides) and any(
-        isinstance(b, ast.Constant) and b.value == "__main__" for b in sides)
 
 
 def _bound_names(target: ast.expr) -> Iterable[str]:

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 
 from fxscope.project._names import dotted_name
 
-__all__ = ["Step", "dependencies", "is_script", "plan", "runnable_classes"]
+__all__ = ["Step", "dependencies", "is_main_guard", "is_script", "plan", "runnable_classes"]
 
 _BUILTINS = frozenset(dir(builtins))
 #: Calls of these (dotted as written) are registrations fx itself reads: run as written.
@@ -365,7 +365,8 @@ def _uses(node: ast.stmt, defined: dict[str, ast.stmt]) -> Iterator[ast.Name]:
 # scripts
 
 
-def _is_main_guard(test: ast.expr) -> bool:
+def is_main_guard(test: ast.expr) -> bool:
+    """``__name__ == "__main__"`` (either way round)."""
     if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq)):
         return False
     sides = (test.left, test.comparators[0])
@@ -385,7 +386,7 @@ def is_script(tree: ast.Module) -> bool:
     """
     functions = {s.name for s in tree.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))}
     for stmt in tree.body:
-        if isinstance(stmt, ast.If) and _is_main_guard(stmt.test):
+        if isinstance(stmt, ast.If) and is_main_guard(stmt.test):
             continue
         if isinstance(stmt, (ast.For, ast.AsyncFor, ast.While)):
             return True
