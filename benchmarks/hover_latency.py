@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import statistics
 import subprocess
 import sys
@@ -29,41 +28,14 @@ from lsprotocol import types
 from pygls.lsp.client import LanguageClient
 from pygls.uris import from_fs_path
 
-DAEMON_DIR = Path(__file__).resolve().parent.parent / "daemon"
-
-MODEL = '''\
-import torch
-from torch import nn
-
-
-class Model{i}(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.inp = nn.Linear(32, 64)
-        self.hidden = nn.Linear(64, 64)
-        self.out = nn.Linear(64, 10)
-
-    def forward(self, x):
-        x = torch.relu(self.inp(x))
-{branch}        x = torch.relu(self.hidden(x))
-        return self.out(x)
-'''
-BRANCH = "        if x.sum() > 0:\n            x = x * 2\n"
-
-
-def env() -> dict[str, str]:
-    e = dict(os.environ)
-    e["PYTHONPATH"] = str(DAEMON_DIR) + (os.pathsep + e["PYTHONPATH"] if e.get("PYTHONPATH") else "")
-    return e
+from check_scaling import env
+from check_scaling import write_workspace as write_model_files
 
 
 def write_workspace(root: Path, n: int) -> Path:
-    """N model files; returns the one the hovers are on."""
-    root.mkdir(parents=True)
-    (root / "pyproject.toml").write_text("[tool.fxscope]\ntimeout = 120\n")
-    for i in range(n):
-        (root / f"model_{i:04d}.py").write_text(MODEL.format(i=i, branch=BRANCH if i % 3 == 0 else ""))
-    return root / "model_0001.py"  # traces (model_0000 has the branch)
+    """N model files (check_scaling.py's workspace); returns the one the hovers are on."""
+    write_model_files(root, n)
+    return root / "model_001.py"  # traces (model_000 has the branch)
 
 
 def fill_cache(root: Path) -> float:
