@@ -208,6 +208,10 @@ def cmd_check(args: argparse.Namespace) -> int:
             report = write_html_report(report, args.html_report, root, keep_graphs=want_graphs)
         except OSError as e:
             raise UsageError(f"cannot write the HTML report to {args.html_report}: {e.strerror or e}") from None
+    if args.format in ("text", "json"):  # one finding per library cause and file; SARIF and GitHub keep each line
+        from fxscope.report.causes import group_report
+
+        report = group_report(report)
     # text lists info findings when asked, or when --select kept them (it named them)
     options = {"show_info": bool(args.show_info or args.select)} if args.format == "text" else {}
     sys.stdout.write(render(report, args.format, color=_use_color(args.color), root=root, **options))
@@ -245,9 +249,10 @@ def cmd_init(args: argparse.Namespace) -> int:
     with _engine(args, root, config) as engine, Progress() as progress:
         check = engine.check(use_cache=not args.no_cache,
                              on_progress=lambda ev: progress.update(ev.done, ev.total, ev.target))
+        libraries = engine.discover().libraries
     try:
         result = init_workspace(root, config, drop_covered_skips(check.results), module=args.module,
-                                dry_run=args.dry_run)
+                                dry_run=args.dry_run, libraries=libraries)
     except OSError as e:
         raise UsageError(f"cannot write: {e}") from None
     print_summary(result, root, args.dry_run)

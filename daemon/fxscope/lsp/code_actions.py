@@ -19,8 +19,11 @@ from fxscope.lsp.context import ServerContext
 from fxscope.lsp.diagnostics import SOURCE, resolve_file
 from fxscope.lsp.positions import PositionEncoder, split_lines
 from fxscope.lsp.workspaces import Folder, path_to_uri, uri_to_path
+from fxscope.lsp.config_edits import with_entries
 from fxscope.model import Finding, Location
+from fxscope.report.causes import library_name, recommended_setting
 from fxscope.report.factories import factories_text, targets_text
+from fxscope.report.libraries import settings_for
 
 __all__ = ["register", "CodeActionFeature", "text_edit"]
 
@@ -99,13 +102,36 @@ class CodeActionFeature:
                                 diagnostics=[diagnostic] if diagnostic else None, is_preferred=preferred or None)
 
     def _pyproject_action(self, folder: Folder, key: str, value: str, title: str,
-                          diagnostic: types.Diagnostic | None) -> types.CodeAction | None:
+                          diagnostic: types.Diagnostic | None, preferred: bool = False) -> types.CodeAction | None:
         pyproject = folder.root / "pyproject.toml"
         text = self._text(pyproject)
         edit = edits.add_to_config_list(text, key, value)
         if edit is None:
             return None
-        return self._action(title, diagnostic, {pyproject: (split_lines(text or ""), [edit], text is None)})
+        return self._action(title, diagnostic, {pyproject: (split_lines(text or ""), [edit], text is None)},
+                            preferred=preferred)
+
+    def library_action(self, folder: Folder, finding: Finding,
+                       diagnostic: types.Diagnostic | None) -> types.CodeAction | None:
+        """*Apply the fxscope settings for einops*: every ``leaf-modules`` and ``wrap-functions``
+        entry the README documents for the installed library the failure is in, added to
+        pyproject.toml's ``[tool.fxscope]`` in one edit (the table created when missing); a
+        workspace-level fix for every finding the library causes. None for a library without
+        known settings, or when pyproject.toml lists them all already."""
+        settings = settings_for(library_name(finding))
+        if settings is None:
+            return None
+        pyproject = folder.root / "pyproject.toml"
+        text = self._text(pyproject)
+        new_text = with_entries(text, settings.entries())
+        if new_text is None:
+            return None
+        lines = split_lines(text or "")
+        whole = edits.Edit(1, 1, len(lines) or 1, len(lines[-1]) + 1 if lines else 1, new_text)
+        action = self._action(f"Apply fxscope's settings for {settings.name} to pyproject.toml "
+                              "(its layers and functions as single graph nodes, workspace-wide)",
+                              diagnostic, {pyproject: (lines, [whole], text is None)})
+        return action
 
     # ------------------------------------------------------------------ actions
     def _rewrite(self, path: Path, text: str, finding: Finding, diagnostic: types.Diagnostic | None
@@ -136,17 +162,27 @@ class CodeActionFeature:
         if code == "FXS405":
             out.append(self.target_action(folder, path, shown.line, diagnostic))
         if code in _ERROR_CODES_FOR_LEAF:
+            recommended = recommended_setting(finding.hint)
+            if recommended is not None:  # the fix the hint names comes first, preferred
+                out.insert(0, self._setting_action(folder, *recommended, diagnostic, preferred=True))
+            out.append(self.library_action(folder, finding, diagnostic))
             scope = next((s for s in finding.scopes if s.path), None)
-            if scope is not None:
-                short = scope.type.rsplit(".", 1)[-1]
-                out.append(self._pyproject_action(
-                    folder, "leaf-modules", scope.type,
-                    f"Keep `{short}` opaque: add it to leaf-modules in pyproject.toml", diagnostic))
+            if scope is not None and ("leaf-modules", scope.type) != recommended:
+                out.append(self._setting_action(folder, "leaf-modules", scope.type, diagnostic))
             out.append(self._wrap_action(folder, finding, diagnostic))
         s = edits.suppress(text, shown.line, code)
         if s is not None:
             out.append(self._action(f"Suppress {code} on this line", diagnostic, {path: (lines, [s], False)}))
         return [a for a in out if a is not None]
+
+    def _setting_action(self, folder: Folder, key: str, value: str, diagnostic: types.Diagnostic | None,
+                        preferred: bool = False) -> types.CodeAction | None:
+        """Add one ``leaf-modules`` or ``wrap-functions`` entry to pyproject.toml."""
+        if key == "leaf-modules":
+            title = f"Keep `{value.rsplit('.', 1)[-1]}` opaque: add it to leaf-modules in pyproject.toml"
+        else:
+            title = f"Record `{value.rsplit(':', 1)[-1]}` as one node: add `{value}` to wrap-functions in pyproject.toml"
+        return self._pyproject_action(folder, key, value, title, diagnostic, preferred=preferred)
 
     def _wrap_action(self, folder: Folder, finding: Finding, diagnostic: types.Diagnostic | None) -> types.CodeAction | None:
         file = resolve_file(folder.root, finding.location.file)
@@ -157,9 +193,7 @@ class CodeActionFeature:
         module = edits.module_name(file, self.ctx.python_path(folder))
         if func is None or module is None:
             return None
-        return self._pyproject_action(folder, "wrap-functions", f"{module}:{func}",
-                                      f"Record `{func}` as one node: add it to wrap-functions in pyproject.toml",
-                                      diagnostic)
+        return self._setting_action(folder, "wrap-functions", f"{module}:{func}", diagnostic)
 
     def target_action(self, folder: Folder, path: Path, line: int,
                       diagnostic: types.Diagnostic | None) -> types.CodeAction | None:
@@ -222,7 +256,25 @@ class CodeActionFeature:
                 action = self.target_action(folder, path, summary.line, None)
                 if action is not None:
                     out.append(action)
-        return out
+        return _unique(out)
+
+
+def _unique(actions: Sequence[types.CodeAction]) -> list[types.CodeAction]:
+    """One action per title (two findings on one line offer the same fix once, with the
+    diagnostics of both), preferred actions first (the order clients show them in)."""
+    by_title: dict[str, types.CodeAction] = {}
+    for action in actions:
+        kept = by_title.get(action.title)
+        if kept is None:
+            by_title[action.title] = action
+            continue
+        merged = list(kept.diagnostics or ())
+        merged += [d for d in action.diagnostics or () if d not in merged]
+        kept.diagnostics = merged or None
+        if action.is_preferred:
+            kept.is_preferred = True
+    ordered = list(by_title.values())
+    return [a for a in ordered if a.is_preferred] + [a for a in ordered if not a.is_preferred]
 
 
 def register(ls: LanguageServer, ctx: ServerContext) -> CodeActionFeature:

@@ -32,7 +32,7 @@ from fxscope.model.codes import CODES, CODES_URL
 from fxscope.project.notebooks import is_notebook
 from fxscope.session import FileFindings, ResultsEvent
 
-__all__ = ["CODES_URL", "DiagnosticsFeature", "to_diagnostic", "resolve_file", "register"]
+__all__ = ["CODES_URL", "DiagnosticsFeature", "in_folder", "to_diagnostic", "resolve_file", "register"]
 
 log = logging.getLogger("fxscope.lsp")
 
@@ -46,7 +46,11 @@ _SEVERITY = {
 }
 _UNNECESSARY = ("FXS301", "FXS302")
 #: Module scopes listed one by one in relatedInformation before the rest are summarised.
-_MAX_SCOPES = 8
+_MAX_SCOPES = 5
+#: Other lines of one library cause listed one by one before the rest are summarised.
+MAX_SITES = 5
+#: Call-chain steps listed one by one before the rest are summarised.
+MAX_CHAIN = 6
 #: Longest wait of a pull from a client without refresh support for results of the current version.
 PULL_WAIT_S = 15.0
 
@@ -61,6 +65,11 @@ def resolve_file(root: Path, file: str) -> Path:
     """The absolute path of a store location's ``file`` (root-relative posix, or absolute)."""
     p = Path(file)
     return p if p.is_absolute() else root / p
+
+
+def in_folder(folder: Folder, path: Path) -> bool:
+    """Whether ``path`` is a file of ``folder`` (diagnostics are published for those only)."""
+    return path == folder.root or folder.root in path.parents
 
 
 def _short(type_name: str) -> str:
@@ -109,29 +118,57 @@ class TextSource:
         return cached
 
 
+def _chain_steps(finding: Finding) -> list[Location]:
+    """The call chain without repeats: a finding merged over targets carries one chain per target,
+    mostly the same steps; each step is listed once (the first target's wording)."""
+    seen: set[tuple[object, ...]] = set()
+    steps = []
+    for step in finding.related:
+        key = (*step.range_key(), step.message)
+        if key not in seen and not step.file.startswith("<"):
+            seen.add(key)
+            steps.append(step)
+    return steps
+
+
 def _related(finding: Finding, root: Path, here: types.Location, encoder: PositionEncoder,
              texts: TextSource) -> list[types.DiagnosticRelatedInformation]:
-    """The library location (when the finding is shown at its anchor), the call chain and the
-    other module scopes."""
+    """The library location (when the finding is shown at its anchor), the other lines of this
+    file with the same cause, the call chain and the other module scopes: each list capped at a
+    handful of rows, the rest summarised in one row (as Pylance does)."""
     related = []
     origin = finding.origin
     if origin is not None:
         related.append(types.DiagnosticRelatedInformation(
             location=_location(root, origin, encoder, texts),
             message=f"the failing code, in {origin.file}:{origin.line}"))
-    for step in finding.related:
+    sites = finding.sites
+    for site in sites[:MAX_SITES]:
+        related.append(types.DiagnosticRelatedInformation(
+            location=_location(root, site.primary, encoder, texts), message="the same cause, also here"))
+    if len(sites) > MAX_SITES:
+        rest = sites[MAX_SITES:]
+        related.append(types.DiagnosticRelatedInformation(
+            location=_location(root, rest[0].primary, encoder, texts),
+            message=f"and {len(rest)} more lines of this file with the same cause "
+                    f"({', '.join(str(s.primary.line) for s in rest[:6])}{', …' if len(rest) > 6 else ''})"))
+    steps = _chain_steps(finding)
+    for step in steps[:MAX_CHAIN]:
         related.append(types.DiagnosticRelatedInformation(
             location=_location(root, step, encoder, texts), message=step.message or "called from here"))
-    scopes = list(finding.scopes)
+    if len(steps) > MAX_CHAIN:
+        related.append(types.DiagnosticRelatedInformation(
+            location=here, message=f"and {len(steps) - MAX_CHAIN} more call-chain steps"))
+    scopes = [s for f in (finding, *finding.sites) for s in f.scopes]
     for scope in scopes[1:_MAX_SCOPES + 1]:
         where = f" (target {scope.target})" if scope.target and scope.target != finding.target else ""
         related.append(types.DiagnosticRelatedInformation(
             location=here, message=f"also in {_scope_label(scope.path, scope.type)}{where}"))
-    rest = scopes[_MAX_SCOPES + 1:]
-    if rest:
+    rest_scopes = scopes[_MAX_SCOPES + 1:]
+    if rest_scopes:
         related.append(types.DiagnosticRelatedInformation(
-            location=here, message=f"also in {len(rest)} more module instances "
-                                   f"({', '.join(s.path or '<root>' for s in rest[:3])}, ...)"))
+            location=here, message=f"also in {len(rest_scopes)} more module instances "
+                                   f"({', '.join(s.path or '<root>' for s in rest_scopes[:3])}, …)"))
     return related
 
 
@@ -144,10 +181,14 @@ def to_diagnostic(finding: Finding, path: Path, root: Path, encoder: PositionEnc
     rng = encoder.range(lines, shown.line, shown.column, shown.end_line, shown.end_column)
     related = _related(finding, root, types.Location(uri=uri, range=rng), encoder, texts)
     message = finding.message
-    if finding.scopes:
-        message += f"\nin {_scope_label(finding.scopes[0].path, finding.scopes[0].type)}"
-        if len(finding.scopes) > 1:
-            message += f" and {len(finding.scopes) - 1} more"
+    scopes = [s for f in (finding, *finding.sites) for s in f.scopes]
+    if scopes:
+        message += f"\nin {_scope_label(scopes[0].path, scopes[0].type)}"
+        if len(scopes) > 1:
+            message += f" and {len(scopes) - 1} more"
+    if finding.sites:
+        n = len(finding.sites)
+        message += f"\nthe same cause on {n} more line{'s' if n != 1 else ''} of this file"
     if finding.hint:
         message += f"\nhint: {finding.hint}"
     return types.Diagnostic(
@@ -263,7 +304,10 @@ class DiagnosticsFeature:
 
     def publish(self, folder: Folder, path: Path, found: FileFindings | None = None, *, force: bool = False) -> None:
         """Push the findings of ``path`` (``found``, else the workspace's) unless they are older
-        than what the client has."""
+        than what the client has. Never for a file outside the folder (an installed library's
+        failures are shown at the user's line)."""
+        if not in_folder(folder, path):
+            return
         if is_notebook(path):
             if self.ctx.notebooks.is_open(path):
                 self._publish_notebook(folder, path, found, force=force)
@@ -404,7 +448,7 @@ class DiagnosticsFeature:
         if path is not None and is_notebook(path):
             return types.RelatedFullDocumentDiagnosticReport(items=[], result_id="notebook")
         folder = self.ctx.folders.for_path(path)
-        if path is None or folder is None:
+        if path is None or folder is None or not in_folder(folder, path):
             return types.RelatedFullDocumentDiagnosticReport(items=[], result_id="none")
         ff = await self._current(folder, path)
         if ff is None:
@@ -451,7 +495,7 @@ class DiagnosticsFeature:
                     paths.add(p)
             paths.update(p for p in self.ctx.notebooks.open_paths()
                          if self.ctx.folders.for_path(p, create=False) is folder)
-            for path in sorted(paths):
+            for path in sorted(p for p in paths if in_folder(folder, p)):
                 if is_notebook(path):
                     items.extend(self._notebook_items(folder, path))
                 elif path_to_uri(path) not in seen:

@@ -21,10 +21,17 @@ from fxscope.lsp.positions import split_lines
 from fxscope.lsp.workspaces import Folder, uri_to_path
 from fxscope.model import ClassSummary, NodeInfo
 
-__all__ = ["register", "nodes_markdown", "class_markdown", "instance_pattern", "word_at"]
+__all__ = ["register", "bounded", "nodes_markdown", "class_markdown", "instance_pattern", "word_at"]
 
 #: Nodes listed per module instance group before "… N more".
 MAX_NODES = 12
+#: Targets, and instance groups per target, shown before the rest are summarised in one line.
+MAX_TARGETS = 3
+MAX_GROUPS = 3
+#: Instances, targets and leaf children a class hover lists before "… (N in all)".
+MAX_LISTED = 6
+#: Upper bound of a hover's text (characters): whole blocks are dropped past it, and counted.
+MAX_HOVER_CHARS = 4000
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
@@ -85,7 +92,11 @@ def _target_block(target_id: str, instances: OrderedDict[str, list[NodeInfo]], t
         kind = _short(owner or types_of.get((target_id, inst), "") or "?")
         signature = (kind, tuple((m.op, _relative_target(m, inst), m.shape, m.dtype) for m in members))
         groups.setdefault(signature, []).append((inst, members))
-    for (kind, _), group in groups.items():
+    for i, ((kind, _), group) in enumerate(groups.items()):
+        if i == MAX_GROUPS:
+            rest = list(groups.values())[MAX_GROUPS:]
+            out.append(f"… {len(rest)} more instance groups ({sum(len(g) for g in rest)} instances)")
+            break
         label = f"{instance_pattern([s for s, _ in group])}: {kind}"
         if len(group) > 1:
             label += f" × {len(group)}"
@@ -110,8 +121,18 @@ def nodes_markdown(nodes: Sequence[NodeInfo], markdown: bool = True, owner: str 
             types_of.setdefault((n.target_id, inst), n.scope_type)
     total = len(nodes)
     out = [f"**fxscope** · {total} graph node{'s' if total != 1 else ''} from this line"]
-    for target_id, instances in by_target.items():
-        out += _target_block(target_id, instances, types_of, owner, markdown)
+    size = len(out[0])
+    targets = list(by_target.items())
+    for i, (target_id, instances) in enumerate(targets):
+        block = _target_block(target_id, instances, types_of, owner, markdown)
+        text = "\n".join(block)
+        if i == MAX_TARGETS or (i > 0 and size + len(text) > MAX_HOVER_CHARS):
+            rest = targets[i:]
+            count = sum(len(ms) for _, insts in rest for ms in insts.values())
+            out.append(f"\n… {len(rest)} more target{'s' if len(rest) != 1 else ''} ({count} nodes)")
+            break
+        out += block
+        size += len(text) + 1
     return "\n".join(out)
 
 
@@ -120,22 +141,44 @@ def class_markdown(summary: ClassSummary, target_status: dict[str, str], markdow
     tick = "`" if markdown else ""
     lines = [f"**{_short(summary.qualname)}** ({tick}{summary.type_name}{tick}) · {summary.status}"]
     if summary.targets:
-        per = ", ".join(f"{tick}{t}{tick} ({target_status.get(t, summary.status)})" for t in summary.targets)
-        lines.append(f"- targets: {per}")
+        per = ", ".join(f"{tick}{t}{tick} ({target_status.get(t, summary.status)})"
+                        for t in summary.targets[:MAX_LISTED])
+        lines.append(f"- targets: {per}{_more(summary.targets)}")
     if summary.instances:
-        shown = ", ".join(f"{tick}{i or '<root>'}{tick}" for i in summary.instances[:6])
-        more = f" … ({len(summary.instances)} in all)" if len(summary.instances) > 6 else ""
-        lines.append(f"- instances: {shown}{more}")
+        shown = ", ".join(f"{tick}{i or '<root>'}{tick}" for i in summary.instances[:MAX_LISTED])
+        lines.append(f"- instances: {shown}{_more(summary.instances)}")
     if summary.status in ("traced", "partial") or summary.nodes:
         lines.append(f"- nodes: {summary.nodes}")
     if summary.leaf_children:
-        lines.append("- leaf children: " + ", ".join(f"{tick}{c}{tick}" for c in summary.leaf_children))
+        shown = ", ".join(f"{tick}{c}{tick}" for c in summary.leaf_children[:MAX_LISTED])
+        lines.append(f"- leaf children: {shown}{_more(summary.leaf_children)}")
     lines.append(f"- findings: {summary.findings}")
     if summary.build:
         lines.append(f"- built as {tick}{summary.build}{tick} {summary.provenance or ''}".rstrip())
     if summary.reason:
         lines.append(f"- {summary.reason}")
     return "\n".join(lines)
+
+
+def bounded(text: str, limit: int = 2 * MAX_HOVER_CHARS) -> str:
+    """``text`` cut at a line boundary to at most about ``limit`` characters (an open code
+    fence closed), with a last line saying so: no hover grows without bound.
+
+    >>> bounded("a\\nb\\nc", limit=3).splitlines()
+    ['a', '… (cut: the hover is too long)']
+    """
+    if len(text) <= limit:
+        return text
+    cut = text.rfind("\n", 0, limit)
+    head = text[:cut if cut > 0 else limit]
+    if head.count("```") % 2:
+        head += "\n```"
+    return head + "\n… (cut: the hover is too long)"
+
+
+def _more(items: Sequence[object]) -> str:
+    """`` … (48 in all)`` after a list cut at :data:`MAX_LISTED` entries."""
+    return f" … ({len(items)} in all)" if len(items) > MAX_LISTED else ""
 
 
 def word_at(line_text: str, column: int) -> str | None:
@@ -190,7 +233,7 @@ class HoverFeature:
         if text is None:
             return None
         kind = types.MarkupKind.Markdown if self.markdown else types.MarkupKind.PlainText
-        return types.Hover(contents=types.MarkupContent(kind=kind, value=text))
+        return types.Hover(contents=types.MarkupContent(kind=kind, value=bounded(text)))
 
     def class_hover(self, folder: Folder, classes: Sequence[ClassSummary], line_text: str, line_no: int,
                     column: int) -> str | None:

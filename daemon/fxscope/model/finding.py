@@ -23,7 +23,9 @@ __all__ = ["Finding"]
 class Finding:
     """One problem. ``location`` is where the offending code is (possibly an installed library);
     ``anchor`` the innermost workspace location on the way there; ``related`` the call chain,
-    outermost first; ``targets`` every target that saw it (when more than one did)."""
+    outermost first; ``targets`` every target that saw it (when more than one did); ``sites``
+    the other places of the same file where the same library root cause was met (each a whole
+    finding of its own, see :mod:`fxscope.report.causes`), when findings are grouped by cause."""
 
     code: str
     severity: str
@@ -35,6 +37,7 @@ class Finding:
     anchor: Location | None = None
     related: tuple[Location, ...] = ()
     targets: tuple[str, ...] = field(default=())
+    sites: tuple[Finding, ...] = field(default=())
 
     @property
     def primary(self) -> Location:
@@ -71,6 +74,8 @@ class Finding:
             out["related"] = [r.to_json() for r in self.related]
         if self.targets:
             out["targets"] = list(self.targets)
+        if self.sites:
+            out["sites"] = [s.to_json() for s in self.sites]
         return out
 
     @classmethod
@@ -90,4 +95,5 @@ class Finding:
             anchor=Location.from_json(anchor) if anchor else None,
             related=tuple(Location.related_from_json(r) for r in data.get("related") or ()),
             targets=tuple(str(t) for t in data.get("targets") or ()),
+            sites=tuple(cls.from_json(s) for s in data.get("sites") or ()),
         )

@@ -144,14 +144,47 @@ def target_findings(result: TargetResult, root: str) -> list[Finding]:
     """The findings of one target's result as the report shows them: root-relative paths, the
     target set, and a ``hint`` (the tracer's own, else the fallback)."""
     out = []
-    for f in result.outcome.findings:
-        item = replace(f, location=_relative(f.location, root), target=result.target.id,
-                       anchor=_relative(f.anchor, root) if f.anchor is not None else None,
-                       related=tuple(_relative(r, root) for r in f.related))
+    items = [replace(f, location=_relative(f.location, root), target=result.target.id,
+                     anchor=_relative(f.anchor, root) if f.anchor is not None else None,
+                     related=tuple(_relative(r, root) for r in f.related))
+             for f in result.outcome.findings]
+    anchored = {(f.code, f.location.range_key(), s.path) for f in items
+                if f.location.outside and f.anchor is not None and not f.anchor.outside for s in f.scopes}
+    for item in items:
+        if item.location.outside and (item.anchor is None or item.anchor.outside):
+            # a library layer traced on its own repeats a failure its caller's trace located
+            scopes = tuple(s for s in item.scopes if (item.code, item.location.range_key(), s.path) not in anchored)
+            if item.scopes and not scopes:
+                continue
+            item = replace(item, scopes=scopes, anchor=_workspace_anchor(item, result, root))
         if item.hint is None:
             item = replace(item, hint=_hint(item))
         out.append(item)
     return out
+
+
+def _workspace_anchor(finding: Finding, result: TargetResult, root: str) -> Location | None:
+    """Where a finding whose code and anchor are both outside the workspace is shown: the
+    innermost workspace step of its call chain, else the class of the innermost workspace module
+    that holds the failing instance (a library layer traced on its own has no workspace frame),
+    else the target's definition. None when nothing of the target is in the workspace (a
+    factory of an installed module)."""
+    inside = [r for r in finding.related if not r.outside and not r.file.startswith("<")]
+    if inside:
+        return replace(inside[-1], message=None, target=None)
+    where = {m.path: m.location for m in result.outcome.modules if m.location is not None}
+    for scope in finding.scopes:
+        path = scope.path
+        while path:
+            path = path.rpartition(".")[0]
+            loc = where.get(path)
+            shown = _relative(Location(loc.file, loc.line, cell=loc.cell), root) if loc is not None else None
+            if shown is not None and not shown.outside:
+                return shown
+    t = result.target
+    if not t.file or is_absolute(t.file):
+        return None
+    return Location(t.file, max(t.line, 1))
 
 
 def report_target(r: TargetResult, root: str, *, graphs: bool) -> ReportTarget:

@@ -24,6 +24,7 @@ from fxscope.model import ClassSummary, Finding, GraphView, NodeInfo, Snapshot
 from fxscope.model.outcome import ANALYSIS_FX
 from fxscope.project.discovery import FileError, Target
 from fxscope.report.build import file_error_finding, finding_order, merge_findings, target_findings
+from fxscope.report.causes import group_by_cause
 from fxscope.report.filters import is_suppressed
 from fxscope.report.locations import SourceCache
 from fxscope.session.data import FileFindings
@@ -217,7 +218,8 @@ class ResultStore:
 
     def findings_for(self, file: str, key: str, snapshot: Snapshot) -> FileFindings:
         """The merged findings of every target shown in ``file`` (absolute ``key``), with the
-        suppression comments of ``snapshot``'s buffers applied."""
+        suppression comments of ``snapshot``'s buffers applied, one per library cause
+        (:func:`~fxscope.report.causes.group_by_cause`)."""
         with self._lock:
             memo_key = (self._version, snapshot.generation)
             memo = self._memo.get(file)
@@ -227,7 +229,8 @@ class ResultStore:
             raw.extend(self._file_errors.get(file, ()))
             version = self._version_for(file, key, snapshot)
         source = SourceCache(self.root, snapshot.texts)
-        kept = tuple(f for f in merge_findings(sorted(raw, key=finding_order)) if not is_suppressed(f, source))
+        kept = tuple(group_by_cause(f for f in merge_findings(sorted(raw, key=finding_order))
+                                    if not is_suppressed(f, source)))
         digest = hash_json([f.to_json() for f in kept])[:16]
         out = FileFindings(Path(key), kept, version, snapshot.generation, digest)
         with self._lock:

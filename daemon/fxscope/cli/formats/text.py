@@ -191,6 +191,8 @@ def _finding(finding: Finding, root: Path, source: SourceCache, style: _Style,
         lines.append(f"  {style('hint:', '1;36')} {printable(finding.hint)}")
     if finding.scopes:
         lines.append(f"  {style('in:', '1')} {_scopes(finding.scopes)}")
+    if finding.sites:
+        lines.append(f"  {style('also:', '1')} {_sites(finding.sites)}")
     if finding.code == "FXS402":
         lines += _blocked(finding, targets or {}, style)
     for where in finding.related:
@@ -202,6 +204,18 @@ def _finding(finding: Finding, root: Path, source: SourceCache, style: _Style,
             note += f" [{printable(where.target)}]"
         lines.append(f"  {style('via:', '1')} {printable(path)}:{_position(where)}{note}")
     return lines
+
+
+#: How many other places of one cause ``also:`` lists before "and N more".
+MAX_SITES = 8
+
+
+def _sites(sites: Sequence[Finding]) -> str:
+    """``lines 17:16, 22:16 (same cause)``: the other places of a grouped finding."""
+    shown = [_position(s.primary) for s in sites[:MAX_SITES]]
+    more = f" and {len(sites) - MAX_SITES} more" if len(sites) > MAX_SITES else ""
+    noun = "line" if len(sites) == 1 else "lines"
+    return f"{noun} {', '.join(shown)}{more} of this file (the same cause)"
 
 
 def _count(n: int, singular: str, plural: str) -> str:
