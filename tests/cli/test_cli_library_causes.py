@@ -62,6 +62,9 @@ def test_one_finding_per_library_cause_with_its_sites(ws: Path) -> None:
     assert {_line(ws, "split"), _line(ws, "merge")} <= lines
     text = run_fxscope(ws, "check", ".", "--color", "never", "--fail-on", "never").stdout
     assert f"also: lines {_line(ws, 'merge')}:16" in text, text
+    # every target that saw an error counts, also those only a grouped line names
+    failing = {t["id"] for t in doc["targets"] if t["status"] in ("failed", "partial")}
+    assert f"in {len(failing)} of {len(doc['targets'])} targets" in text.splitlines()[-1], text.splitlines()[-1]
 
 
 def test_init_writes_the_library_settings_and_they_work(ws: Path) -> None:

@@ -27,6 +27,7 @@ from pathlib import Path
 
 from fxscope.model import Finding, Location, Report, ReportTarget, Scope, Summary
 from fxscope.model.codes import SEVERITIES
+from fxscope.report.causes import ungroup
 from fxscope.report.locations import SourceCache, display_path, sort_key
 from fxscope.report.notebooks import cell_label
 
@@ -260,8 +261,8 @@ def summary_line(report: Report, *, color: bool = False) -> str:
         _count(counts[s], s, _PLURAL[s]) for s in SEVERITIES if counts.get(s)
     )
     worst = next(s for s in SEVERITIES if counts.get(s))
-    hit = len({t for f in findings for t in [*f.all_targets(), *(s.target for s in f.scopes)]
-               if t})  # every target that saw a finding, merged ones included
+    hit = len({t for f in ungroup(findings) for t in [*f.all_targets(), *(s.target for s in f.scopes)]
+               if t})  # every target that saw a finding, merged and grouped ones included
     head = style(f"Found {found}", _SEVERITY_STYLE[worst])
     return f"{head} in {hit} of {_targets_phrase(summary)}{tail}"
 
