@@ -173,7 +173,10 @@ async def test_library_action_creates_the_table(client: LanguageClient, tmp_path
     actions = await _actions(client, other, diag)
     library = next(a for a in actions if a.title.startswith("Apply fxscope's settings for einops"))
     (edits,) = workspace_edit_files(library.edit).values()
-    data = tomllib.loads(apply_edits((root / "pyproject.toml").read_text(), edits))
+    before = (root / "pyproject.toml").read_text()
+    after = apply_edits(before, edits)
+    assert after.startswith(before) and after.endswith("]\n") and not after.endswith("\n\n")
+    data = tomllib.loads(after)
     assert data["build-system"]["requires"] == ["setuptools"]
     assert set(data["tool"]["fxscope"]) == {"leaf-modules", "wrap-functions"}
 

@@ -128,10 +128,9 @@ class CodeActionFeature:
             return None
         lines = split_lines(text or "")
         whole = edits.Edit(1, 1, len(lines) or 1, len(lines[-1]) + 1 if lines else 1, new_text)
-        action = self._action(f"Apply fxscope's settings for {settings.name} to pyproject.toml "
-                              "(its layers and functions as single graph nodes, workspace-wide)",
-                              diagnostic, {pyproject: (lines, [whole], text is None)})
-        return action
+        return self._action(f"Apply fxscope's settings for {settings.name} to pyproject.toml "
+                            "(its layers and functions as single graph nodes, workspace-wide)",
+                            diagnostic, {pyproject: (lines, [whole], text is None)})
 
     # ------------------------------------------------------------------ actions
     def _rewrite(self, path: Path, text: str, finding: Finding, diagnostic: types.Diagnostic | None
