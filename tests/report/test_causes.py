@@ -69,6 +69,8 @@ def test_recommended_setting_is_the_first_one_the_hint_names() -> None:
             '`wrap-functions = ["einops:rearrange"]`')
     assert recommended_setting(hint) == ("leaf-modules", "einops.layers.torch.Rearrange")
     assert recommended_setting("no setting here") is None
+    # the fallback hint's placeholder names no function: nothing to add
+    assert recommended_setting('opaque with `wrap-functions = ["package.module:function"]`') is None
 
 
 def test_known_library_settings_skip_what_is_configured() -> None:

@@ -99,6 +99,10 @@ def _merge_related(existing: list[Location], first_target: str, other: Finding) 
             + [r if r.target else replace(r, target=other.target) for r in other.related])
 
 
+#: The placeholder the fallback hint writes where it cannot name the library function.
+EXAMPLE_FUNCTION = "package.module:function"
+
+
 def library_of(file: str) -> str | None:
     """The top-level package of an installed file (``.../site-packages/einops/einops.py`` ->
     ``einops``), or None for a workspace file."""
@@ -129,7 +133,7 @@ def _hint(finding: Finding) -> str | None:
         return (f"{code.help} This code is in {where}: keep the `{layer.rsplit('.', 1)[-1]}` layer "
                 f"opaque with `leaf-modules = [\"{layer}\"]` in [tool.fxscope].")
     return (f"{code.help} This code is in {where}: keep the library function your code calls here "
-            "opaque with `wrap-functions = [\"package.module:function\"]` (or its layer with "
+            f"opaque with `wrap-functions = [\"{EXAMPLE_FUNCTION}\"]` (or its layer with "
             "`leaf-modules`) in [tool.fxscope], or pass concrete args that avoid this path.")
 
 

@@ -29,7 +29,7 @@ from dataclasses import replace
 from typing import Any
 
 from fxscope.model import Finding, Report
-from fxscope.report.build import library_of
+from fxscope.report.build import EXAMPLE_FUNCTION, library_of
 from fxscope.report.filters import recount
 from fxscope.report.locations import sort_key
 
@@ -99,8 +99,10 @@ def recommended_setting(hint: str | None) -> tuple[str, str] | None:
     """The ``[tool.fxscope]`` entry a hint recommends first, as (key, value): the fix the
     tracer chose for what failed (``wrap-functions`` for a library function called from the
     user's code, ``leaf-modules`` for a library layer)."""
-    m = _SETTING.search(hint or "")
-    return (m.group(1), m.group(2)) if m else None
+    for m in _SETTING.finditer(hint or ""):
+        if m.group(2) != EXAMPLE_FUNCTION:  # the fallback hint's placeholder is no entry to add
+            return m.group(1), m.group(2)
+    return None
 
 
 def library_name(finding: Finding) -> str | None:
