@@ -10,6 +10,12 @@ The rules: an edit after a quiet period runs at once (leading edge); an edit ins
 for the debounce (trailing edge), so a burst runs at most twice. Every edit marks the targets it
 affects as requested for the newest generation, which makes their running jobs stale at once
 (the round kills them). A target whose job was killed runs again once the rounds end.
+
+The order: rounds overlap (a start-up check, an edit, a new configuration), and their jobs share
+the engine's workers in the order of :meth:`Scheduler.priority`: the targets of an edit first (they
+preempt background jobs), then by the source's tier: targets of open files, then of the files
+those import, then the rest of the workspace in the background. Every round reports progress;
+when the last running round ends, one :class:`~fxscope.session.data.RunSummary` says what ran.
 """
 
 from __future__ import annotations
@@ -19,7 +25,7 @@ import time
 from collections.abc import Callable
 
 from fxscope.session.clock import Clock, Timer
-from fxscope.session.data import ProgressEvent
+from fxscope.session.data import ProgressEvent, RunSummary
 from fxscope.session.plans import RoundPlan, RoundSource, SchedulerCounts
 
 __all__ = ["Scheduler"]
@@ -33,8 +39,11 @@ class _Control:
     def stale(self, target_id: str) -> bool:
         return self._scheduler.is_stale(target_id, self.generation)
 
-    def finished(self, target_id: str) -> None:
-        self._scheduler.finished(target_id, self.generation)
+    def finished(self, target_id: str, outcome: str = "clean") -> None:
+        self._scheduler.finished(target_id, self.generation, outcome)
+
+    def priority(self, target_id: str) -> int:
+        return self._scheduler.priority(target_id)
 
 
 class Scheduler:
@@ -64,6 +73,8 @@ class Scheduler:
         self._running: dict[str, int] = {}  # target id -> generation of its running round
         self._attempted: dict[str, int] = {}  # target id -> generation of the last round that ran it
         self._known: frozenset[str] = frozenset()
+        self._urgent: dict[str, int] = {}  # target id -> generation of the edit that asked for it
+        self._outcomes: dict[str, int] = {}  # outcome -> targets finished since the rounds began
         self._rounds = self._checks = self._done = self._total = 0
         self._started: float | None = None
         self._last_duration_ms: float | None = None
@@ -78,14 +89,17 @@ class Scheduler:
             self._debounce_s, self._enabled = debounce_s, enabled
 
     # -- what needs running ----------------------------------------------------------------------
-    def changed(self, file: str, affected: frozenset[str], generation: int) -> None:
+    def changed(self, file: str, affected: frozenset[str], generation: int, *, urgent: bool = True) -> None:
         """``file`` changed in the snapshot ``generation``: the ``affected`` targets must reflect
         it (their running jobs become stale now); run them at once after a quiet period, else
-        after the debounce."""
+        after the debounce. ``urgent`` (an edit in the editor): they run before any background
+        job, preempting them (a change on disk keeps the order of :meth:`priority`'s tiers)."""
         with self._lock:
             self._pending.add(file)
             for tid in affected:
                 self._requested[tid] = max(self._requested.get(tid, -1), generation)
+                if urgent:
+                    self._urgent[tid] = max(self._urgent.get(tid, -1), generation)
             now = self._clock.now()
             quiet = self._last_edit is None or now - self._last_edit >= self._debounce_s
             self._last_edit = now
@@ -147,6 +161,8 @@ class Scheduler:
         for tid in [t for t in self._requested if t not in known]:
             del self._requested[tid]
             self._attempted.pop(tid, None)
+        for tid in [t for t in self._urgent if t not in known]:
+            del self._urgent[tid]
 
     def _begin(self, plan: RoundPlan, ids: tuple[str, ...]) -> None:
         """Mark ``ids`` running for ``plan`` and start its thread (lock held)."""
@@ -160,6 +176,7 @@ class Scheduler:
         self._rounds += 1
         if self._started is None:
             self._started, self._done, self._total = self._clock.now(), 0, 0
+            self._outcomes = {}
         self._total += len(ids)
         event = ProgressEvent(self._done, self._total, len(self._running), None, gen)
         self.background(lambda: self._round(plan, ids, event), "fxscope-round")
@@ -186,9 +203,11 @@ class Scheduler:
                 if self._running.get(tid) == gen:
                     del self._running[tid]
             self._rounds -= 1
+            summary = None
             if self._rounds == 0:
                 if self._started is not None:
                     self._last_duration_ms = (self._clock.now() - self._started) * 1000
+                    summary = self._summary(self._last_duration_ms / 1000)
                 self._started = None
                 # a target killed for a newer snapshot whose own round has not started yet (not
                 # one whose round failed: that waits for the next change)
@@ -197,7 +216,17 @@ class Scheduler:
                         and g > self._attempted.get(tid, -1)
                         for tid, g in self._requested.items() if tid in self._known and tid not in self._running):
                     self._schedule(0.0)
+            event = None if summary is None else ProgressEvent(self._done, self._total, 0, None, gen, summary)
             self._idle.notify_all()
+        if event is not None:
+            self._on_progress(event)
+
+    def _summary(self, seconds: float) -> RunSummary:
+        """What the rounds since the last idle time did (lock held)."""
+        o = self._outcomes
+        queued = sum(1 for tid in self._known if tid in self._requested and self._queued(tid))
+        return RunSummary(self._total, o.get("cached", 0), o.get("errors", 0), o.get("failed", 0),
+                          o.get("cancelled", 0), queued, seconds)
 
     def _schedule(self, delay: float) -> None:
         """(Re)arm the debounce timer (lock held)."""
@@ -218,14 +247,31 @@ class Scheduler:
             return (self._closed or generation < self._cancel_below
                     or self._requested.get(target_id, generation) > generation)
 
-    def finished(self, target_id: str, generation: int) -> None:
-        """``target_id`` of the round of ``generation`` finished (result or cancelled)."""
+    def finished(self, target_id: str, generation: int, outcome: str = "clean") -> None:
+        """``target_id`` of the round of ``generation`` finished: ``outcome`` is ``cached``,
+        ``clean``, ``errors`` (findings), ``failed`` (could not be built or traced at all) or
+        ``cancelled`` (counted in the round's summary)."""
         with self._lock:
             if self._running.get(target_id) == generation:
                 del self._running[target_id]
             self._done += 1
+            self._outcomes[outcome] = self._outcomes.get(outcome, 0) + 1
             event = ProgressEvent(self._done, self._total, len(self._running), target_id, generation)
         self._on_progress(event)
+
+    def priority(self, target_id: str) -> int:
+        """Where a job of ``target_id`` goes in the engine's order (lower first): 0 while an edit
+        asked for it and its result is older than that edit, else the source's tier (0: an open
+        file's target, 1: a target in a file the open files import, 2: background)."""
+        with self._lock:
+            urgent = self._urgent.get(target_id)
+        if urgent is not None:
+            if urgent > self._source.stored_generation(target_id):
+                return 0
+            with self._lock:
+                if self._urgent.get(target_id) == urgent:
+                    del self._urgent[target_id]
+        return self._source.tier(target_id)
 
     def cancel(self, generation: int) -> None:
         """Every round of a generation below ``generation`` is stale (its jobs are killed)."""

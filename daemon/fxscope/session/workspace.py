@@ -177,8 +177,8 @@ class Workspace:
         if change.files and (always or self.settings.trace_on == "type"):
             self._changed(self._rel(self._key(path)), change.snapshot.generation)
 
-    def _changed(self, rel: str, generation: int) -> None:
-        self.scheduler.changed(rel, self._rounds.affected(rel), generation)
+    def _changed(self, rel: str, generation: int, *, urgent: bool = True) -> None:
+        self.scheduler.changed(rel, self._rounds.affected(rel), generation, urgent=urgent)
 
     def files_changed(self, paths: Iterable[Path]) -> None:
         """Files changed on disk (watchdog, ``workspace/didChangeWatchedFiles``): open buffers
@@ -196,7 +196,7 @@ class Workspace:
             self.targets.file_changed(self.config, rel, ab)
             if self.documents.is_open(self._key(ab)) and self.settings.trace_on == "type":
                 continue  # the open buffer is what counts
-            self._changed(rel, self.documents.snapshot().generation)
+            self._changed(rel, self.documents.snapshot().generation, urgent=False)
 
     def snapshot(self) -> Snapshot:
         """The current immutable snapshot: open buffer texts, versions, generation."""
