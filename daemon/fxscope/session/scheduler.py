@@ -89,16 +89,20 @@ class Scheduler:
             self._debounce_s, self._enabled = debounce_s, enabled
 
     # -- what needs running ----------------------------------------------------------------------
-    def changed(self, file: str, affected: frozenset[str], generation: int, *, urgent: bool = True) -> None:
+    def changed(self, file: str, affected: frozenset[str], generation: int, *,
+                urgent: bool | frozenset[str] = True) -> None:
         """``file`` changed in the snapshot ``generation``: the ``affected`` targets must reflect
         it (their running jobs become stale now); run them at once after a quiet period, else
-        after the debounce. ``urgent`` (an edit in the editor): they run before any background
-        job, preempting them (a change on disk keeps the order of :meth:`priority`'s tiers)."""
+        after the debounce. The ``urgent`` ones (True: all; an edit in the editor: the edited
+        file's own) run before any background job, preempting them; the others keep the order
+        of :meth:`priority`'s tiers (a package's ``__init__`` makes every target depend on the
+        modules it imports: an edit there must not put the whole repository first)."""
+        first = affected if urgent is True else frozenset() if urgent is False else urgent
         with self._lock:
             self._pending.add(file)
             for tid in affected:
                 self._requested[tid] = max(self._requested.get(tid, -1), generation)
-                if urgent:
+                if tid in first:
                     self._urgent[tid] = max(self._urgent.get(tid, -1), generation)
             now = self._clock.now()
             quiet = self._last_edit is None or now - self._last_edit >= self._debounce_s
