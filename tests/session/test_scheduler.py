@@ -343,3 +343,24 @@ def test_cancelled_jobs_stay_queued_and_are_summarised_as_cancelled(
     clock.advance(0.0)
     assert scheduler.wait_idle(WAIT)
     assert source.stored == {"a": gen, "b": gen, "c": gen}  # the next change runs them again
+
+
+def test_a_superseding_edit_continues_the_busy_period(source: FakeSource, clock: ManualClock, rec: Recorder) -> None:
+    scheduler = _scheduler(source, clock, rec)
+    source.gate = threading.Event()
+    scheduler.request_all(0, at_once=True)
+    assert _spin(lambda: source.started.is_set())
+    clock.advance(1.0)
+    gen = _change(scheduler, source, "c.py")  # c's job of the first round is stale now
+    clock.advance(0.0)
+    assert _spin(lambda: len(source.runs) == 2)
+    source.gate.set()
+    assert scheduler.wait_idle(WAIT)
+    assert source.stored["c"] == gen and (0, "c") in source.cancelled
+    summaries = [ev.summary for ev in rec.progress if ev.summary is not None]
+    assert len(summaries) == 1  # one run for the user: the start-up check and the edit
+    s = summaries[0]
+    assert (s.targets, s.cancelled, s.queued) == (3, 0, 0)  # a superseded job is no cancellation
+    last = rec.progress[-1]
+    assert (last.done, last.total, last.running) == (3, 3, 0)
+    assert max(ev.total for ev in rec.progress) == 3  # targets, not jobs

@@ -61,7 +61,7 @@ class ProgressFeature:
     def event(self, folder: Folder, ev: ProgressEvent) -> None:
         """A scheduler ProgressEvent (on the event loop)."""
         r = self._rounds.get(folder.uri)
-        if r is None or r.ended:
+        if r is None or r.ended or r.summary is not None:  # (the last one may still wait for its token)
             if ev.summary is not None or ev.total <= 0:
                 if ev.summary is not None:
                     self._log(folder, ev.summary)

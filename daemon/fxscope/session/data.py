@@ -46,10 +46,10 @@ class ResultsEvent:
 
 @dataclass(frozen=True)
 class RunSummary:
-    """What the rounds between two idle times did: ``targets`` run (from the cache or traced),
-    ``cached`` ones, ``errors`` (traced with error findings), ``failed`` (could not be imported,
-    built or traced: FXS401-404), ``cancelled`` (killed for a newer snapshot or by the user),
-    ``queued`` (still wanted: cancelled by the user), and the wall time."""
+    """What the rounds between two idle times did: ``targets`` with a new result (from the cache
+    or traced), ``cached`` ones, ``errors`` (traced with error findings), ``failed`` (could not be
+    imported, built or traced: FXS401-404), ``cancelled`` (killed, by the user or a shutdown, with
+    no result since), ``queued`` (still wanted after a cancel), and the wall time."""
 
     targets: int
     cached: int
@@ -76,9 +76,10 @@ class RunSummary:
 
 @dataclass(frozen=True)
 class ProgressEvent:
-    """Scheduler progress: ``done`` of ``total`` targets of the rounds running since the last
-    idle time, ``running`` jobs, the last finished ``target`` (None at the start of a round);
-    ``summary`` is set on the event that ends a busy period (every round has ended)."""
+    """Scheduler progress: ``done`` of ``total`` targets of the rounds run since the last idle
+    time (a target killed for a newer snapshot is not done until its new job is), ``running``
+    ones, the last finished ``target`` (None at the start of a round); ``summary`` is set on the
+    event that ends a busy period (nothing runs, is planned or debounces any more)."""
 
     done: int
     total: int

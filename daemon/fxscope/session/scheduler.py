@@ -74,8 +74,11 @@ class Scheduler:
         self._attempted: dict[str, int] = {}  # target id -> generation of the last round that ran it
         self._known: frozenset[str] = frozenset()
         self._urgent: dict[str, int] = {}  # target id -> generation of the edit that asked for it
-        self._outcomes: dict[str, int] = {}  # outcome -> targets finished since the rounds began
-        self._rounds = self._checks = self._done = self._total = 0
+        # the busy period (rounds back to back, until nothing is planned, debouncing or running):
+        self._period: set[str] = set()  # every target its rounds ran
+        self._finished: set[str] = set()  # those whose last job finished (not superseded since)
+        self._outcomes: dict[str, tuple[int, str]] = {}  # target id -> generation, how its last job finished
+        self._rounds = self._checks = 0
         self._started: float | None = None
         self._last_duration_ms: float | None = None
         self._cancel_below = 0
@@ -126,6 +129,9 @@ class Scheduler:
         with self._lock:
             self._timer = None
             if self._closed or not self._enabled:
+                event = self._period_end(self._source_generation())
+                if event is not None:
+                    self._emit(event)
                 return
             files, self._pending = frozenset(self._pending), set()
             everything, self._everything = self._everything, False
@@ -136,18 +142,27 @@ class Scheduler:
         except BaseException:
             with self._lock:
                 self._planning.remove(planning)
+                event = self._period_end(self._source_generation())
                 self._idle.notify_all()
+            if event is not None:
+                self._emit(event)
             raise
         with self._lock:
             self._planning.remove(planning)
+            event = None
             if plan is None or self._closed:
+                event = self._period_end(self._source_generation())
                 self._idle.notify_all()
-                return
-            self._learn(plan.known)
-            redo = {tid for tid, g in self._requested.items() if tid in plan.known and tid not in self._running
-                    and g > self._source.stored_generation(tid)}
-            ids = tuple(sorted(plan.wanted | redo))
-            self._begin(plan, ids)
+            else:
+                self._learn(plan.known)
+                redo = {tid for tid, g in self._requested.items() if tid in plan.known and tid not in self._running
+                        and g > self._source.stored_generation(tid)}
+                ids = tuple(sorted(plan.wanted | redo))
+                self._begin(plan, ids)
+                if not ids:
+                    event = self._period_end(plan.generation)
+        if event is not None:
+            self._emit(event)
 
     def run_now(self, plan: RoundPlan) -> tuple[str, ...]:
         """Start a round for exactly ``plan.wanted``, no debounce (``check``, ``retrace``)."""
@@ -179,11 +194,23 @@ class Scheduler:
             return
         self._rounds += 1
         if self._started is None:
-            self._started, self._done, self._total = self._clock.now(), 0, 0
-            self._outcomes = {}
-        self._total += len(ids)
-        event = ProgressEvent(self._done, self._total, len(self._running), None, gen)
+            self._started = self._clock.now()
+            self._period, self._finished, self._outcomes = set(), set(), {}
+        self._period.update(ids)
+        self._finished.difference_update(ids)
+        event = self._event(None, gen)
         self.background(lambda: self._round(plan, ids, event), "fxscope-round")
+
+    def _event(self, target: str | None, generation: int, summary: RunSummary | None = None) -> ProgressEvent:
+        """Progress of the busy period: targets finished of those its rounds ran (lock held)."""
+        return ProgressEvent(len(self._finished), len(self._period), len(self._running), target, generation,
+                             summary)
+
+    def _emit(self, event: ProgressEvent) -> None:
+        self._on_progress(event)
+
+    def _source_generation(self) -> int:
+        return max(self._running.values(), default=max(self._requested.values(), default=0))
 
     def _round(self, plan: RoundPlan, ids: tuple[str, ...], event: ProgressEvent) -> None:
         self._on_progress(event)
@@ -207,12 +234,7 @@ class Scheduler:
                 if self._running.get(tid) == gen:
                     del self._running[tid]
             self._rounds -= 1
-            summary = None
             if self._rounds == 0:
-                if self._started is not None:
-                    self._last_duration_ms = (self._clock.now() - self._started) * 1000
-                    summary = self._summary(self._last_duration_ms / 1000)
-                self._started = None
                 # a target killed for a newer snapshot whose own round has not started yet (not
                 # one whose round failed: that waits for the next change)
                 if not self._closed and self._timer is None and any(
@@ -220,17 +242,27 @@ class Scheduler:
                         and g > self._attempted.get(tid, -1)
                         for tid, g in self._requested.items() if tid in self._known and tid not in self._running):
                     self._schedule(0.0)
-            event = None if summary is None else ProgressEvent(self._done, self._total, 0, None, gen, summary)
+            event = self._period_end(gen)
             self._idle.notify_all()
         if event is not None:
-            self._on_progress(event)
+            self._emit(event)
 
-    def _summary(self, seconds: float) -> RunSummary:
-        """What the rounds since the last idle time did (lock held)."""
-        o = self._outcomes
+    def _period_end(self, generation: int) -> ProgressEvent | None:
+        """The event that ends the busy period, with its summary, when nothing is running, being
+        planned or debouncing any more (lock held); None otherwise."""
+        if self._started is None or self._rounds or self._planning or self._timer is not None:
+            return None
+        seconds = self._clock.now() - self._started
+        self._last_duration_ms = seconds * 1000
+        self._started = None
+        counts: dict[str, int] = {}
+        for _, outcome in self._outcomes.values():
+            counts[outcome] = counts.get(outcome, 0) + 1
+        cancelled = counts.get("cancelled", 0) + counts.get("superseded", 0)
         queued = sum(1 for tid in self._known if tid in self._requested and self._queued(tid))
-        return RunSummary(self._total, o.get("cached", 0), o.get("errors", 0), o.get("failed", 0),
-                          o.get("cancelled", 0), queued, seconds)
+        summary = RunSummary(len(self._outcomes) - cancelled, counts.get("cached", 0), counts.get("errors", 0),
+                             counts.get("failed", 0), cancelled, queued, seconds)
+        return self._event(None, generation, summary)
 
     def _schedule(self, delay: float) -> None:
         """(Re)arm the debounce timer (lock held)."""
@@ -258,10 +290,17 @@ class Scheduler:
         with self._lock:
             if self._running.get(target_id) == generation:
                 del self._running[target_id]
-            self._done += 1
-            self._outcomes[outcome] = self._outcomes.get(outcome, 0) + 1
-            event = ProgressEvent(self._done, self._total, len(self._running), target_id, generation)
-        self._on_progress(event)
+            if self._outcomes.get(target_id, (-1, ""))[0] > generation:
+                pass  # a job of a newer snapshot finished first: this one says nothing new
+            elif (outcome == "cancelled" and not self._closed and generation >= self._cancel_below
+                    and self._requested.get(target_id, generation) > generation):
+                self._outcomes[target_id] = (generation, "superseded")  # killed for a newer snapshot: it runs again
+                self._finished.discard(target_id)
+            else:
+                self._outcomes[target_id] = (generation, outcome)
+                self._finished.add(target_id)
+            event = self._event(target_id, generation)
+        self._emit(event)
 
     def priority(self, target_id: str) -> int:
         """Where a job of ``target_id`` goes in the engine's order (lower first): 0 while an edit
