@@ -120,14 +120,15 @@ class Dispatcher:
         free, so it may change while the job waits."""
         ticket = Ticket(self, job, priority or (lambda: FOCUS), next(self._seq))
         with self._lock:
-            if self._closed:
-                closed = True
-            else:
-                closed = False
+            closed = self._closed
+            if not closed:
                 self._waiting.append(ticket)
+                # a background job given while every worker is busy changes nothing yet (a run
+                # gives hundreds: each would rank them all)
+                quiet = len(self._running) >= self.width and self._priority(ticket) >= BACKGROUND
         if closed:
             self._finish(ticket, dict(_CANCELLED))
-        else:
+        elif not quiet:
             self.pump()
         return ticket
 

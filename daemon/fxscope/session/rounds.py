@@ -50,7 +50,7 @@ class Rounds:
         self._targets = targets
         self._store = store
         self._events = events
-        self._focus_cache: tuple[tuple[frozenset[str], int], tuple[frozenset[str], frozenset[str]]] | None = None
+        self._focus_cache: tuple[tuple[int, int], tuple[frozenset[str], frozenset[str]]] | None = None
 
     # -- RoundSource -----------------------------------------------------------------------------
     def stored_generation(self, target_id: str) -> int:
@@ -74,12 +74,12 @@ class Rounds:
     def _focus(self) -> tuple[frozenset[str], frozenset[str]]:
         """The open documents (root-relative) and the workspace files they import, transitively
         (computed once per set of open documents and discovery)."""
-        open_files = frozenset(self._host.rel(p) for p in self._documents.paths())
         discovery = self._targets.current
-        key = (open_files, id(discovery))
+        key = (self._documents.snapshot().generation, id(discovery))  # asked per job and free worker
         cached = self._focus_cache
         if cached is not None and cached[0] == key:
             return cached[1]
+        open_files = frozenset(self._host.rel(p) for p in self._documents.paths())
         deps: set[str] = set()
         if discovery is not None:
             todo = list(open_files)
