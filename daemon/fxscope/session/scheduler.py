@@ -15,7 +15,8 @@ The order: rounds overlap (a start-up check, an edit, a new configuration), and 
 the engine's workers in the order of :meth:`Scheduler.priority`: the targets of an edit first (they
 preempt background jobs), then by the source's tier: targets of open files, then of the files
 those import, then the rest of the workspace in the background. Every round reports progress;
-when the last running round ends, one :class:`~fxscope.session.data.RunSummary` says what ran.
+rounds back to back form one busy period (until nothing runs, is planned or debounces), whose
+last event carries one :class:`~fxscope.session.data.RunSummary` of what ran.
 """
 
 from __future__ import annotations
@@ -129,7 +130,7 @@ class Scheduler:
         with self._lock:
             self._timer = None
             if self._closed or not self._enabled:
-                event = self._period_end(self._source_generation())
+                event = self._period_end(self._latest_generation())
                 if event is not None:
                     self._emit(event)
                 return
@@ -142,7 +143,7 @@ class Scheduler:
         except BaseException:
             with self._lock:
                 self._planning.remove(planning)
-                event = self._period_end(self._source_generation())
+                event = self._period_end(self._latest_generation())
                 self._idle.notify_all()
             if event is not None:
                 self._emit(event)
@@ -151,7 +152,7 @@ class Scheduler:
             self._planning.remove(planning)
             event = None
             if plan is None or self._closed:
-                event = self._period_end(self._source_generation())
+                event = self._period_end(self._latest_generation())
                 self._idle.notify_all()
             else:
                 self._learn(plan.known)
@@ -209,7 +210,8 @@ class Scheduler:
     def _emit(self, event: ProgressEvent) -> None:
         self._on_progress(event)
 
-    def _source_generation(self) -> int:
+    def _latest_generation(self) -> int:
+        """The newest generation a target was asked for (lock held; for an event of no round)."""
         return max(self._running.values(), default=max(self._requested.values(), default=0))
 
     def _round(self, plan: RoundPlan, ids: tuple[str, ...], event: ProgressEvent) -> None:
