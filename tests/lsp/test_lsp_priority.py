@@ -16,7 +16,7 @@ from pytest_lsp import LanguageClient
 
 from lsp_support import VSCODE, change_doc, initialize, make_workspace, open_doc, uri, wait_until
 
-pytestmark = [pytest.mark.requires_torch, pytest.mark.slow]
+pytestmark = pytest.mark.requires_torch
 
 BACKGROUND = 8
 
@@ -77,6 +77,7 @@ def _bad_codes(client: LanguageClient) -> set[str]:
     return {str(d.code) for p in client.published for d in p.diagnostics} & {"FXS403", "FXS404"}
 
 
+@pytest.mark.slow
 async def test_the_open_file_is_traced_before_the_rest_of_the_workspace(client: LanguageClient, tmp_path):
     root = _workspace(tmp_path)
     path = root / "zz_open.py"
@@ -89,6 +90,7 @@ async def test_the_open_file_is_traced_before_the_rest_of_the_workspace(client: 
     assert folder["queued"] + folder["running"] >= BACKGROUND - 2, folder
 
 
+@pytest.mark.slow
 async def test_an_edit_is_traced_before_the_background_work(client: LanguageClient, tmp_path):
     root = _workspace(tmp_path)
     path = root / "zz_open.py"
@@ -133,6 +135,7 @@ async def test_a_configuration_change_reports_progress_and_one_summary(client: L
     assert not [m for m in client.log_messages if m.type == types.MessageType.Error]
 
 
+@pytest.mark.slow
 async def test_cancelling_the_progress_stops_the_background_work(client: LanguageClient, tmp_path):
     root = _workspace(tmp_path)
     path = root / "zz_open.py"
