@@ -18,6 +18,10 @@ On a copy of REPO (no configuration added, no cache, no network) it prints:
 - the ratio open/check (budget: <= 0.3, and under 20 s for a file of a few classes) and the
   edit latency (budget: <= 5 s), with the load average before and after.
 
+The repository's own dependencies must be importable by this interpreter (vit-pytorch: einops
+and torchvision), else every class is an FXS402 and the figures measure import errors; the lens
+titles printed say which.
+
     python benchmarks/open_file.py REPO [--file vit_pytorch/vit.py] [--edits 3] [--skip-check]
 """
 
