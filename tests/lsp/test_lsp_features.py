@@ -267,6 +267,9 @@ async def test_multi_root_and_inlay_hints(client: LanguageClient, tmp_path):
     assert sorted(f["root"] for f in status["folders"]) == sorted([str(a), str(b)])
     path = b / "clean.py"
     text = open_doc(client, path)
+    # its results come after the open files' (a pull waits for them: this client cannot be refreshed)
+    await client.text_document_diagnostic_async(types.DocumentDiagnosticParams(
+        text_document=types.TextDocumentIdentifier(uri=uri(path))))
     hints = await client.text_document_inlay_hint_async(types.InlayHintParams(
         text_document=types.TextDocumentIdentifier(uri=uri(path)),
         range=types.Range(start=types.Position(line=0, character=0),

@@ -31,6 +31,9 @@ class FakeSource:
         self.gate: threading.Event | None = None  # set: jobs finish; clear: they wait
         self.started = threading.Event()  # a job is running
         self.fail: Exception | None = None
+        self.tiers: dict[str, int] = {}  # the workspace's tier of a target (open file 0, imported 1, else 2)
+        self.priorities: list[dict[str, int]] = []  # control.priority of every target, per round
+        self.outcome = "clean"  # what each job reports finishing with
         self.lock = threading.Lock()
 
     def plan(self, files: frozenset[str], everything: bool) -> RoundPlan:
@@ -43,6 +46,7 @@ class FakeSource:
     def _run(self, gen: int, ids: tuple[str, ...], control: RoundControl) -> None:
         with self.lock:
             self.runs.append((gen, ids))
+        self.priorities.append({tid: control.priority(tid) for tid in ids})
         if self.fail is not None:
             raise self.fail
         for tid in ids:
@@ -57,7 +61,7 @@ class FakeSource:
             else:
                 with self.lock:
                     self.stored[tid] = max(self.stored.get(tid, -1), gen)
-            control.finished(tid)
+            control.finished(tid, "cancelled" if (gen, tid) in self.cancelled else self.outcome)
 
     def stored_generation(self, target_id: str) -> int:
         with self.lock:
@@ -65,6 +69,10 @@ class FakeSource:
 
     def affected(self, file: str) -> frozenset[str]:
         return frozenset(t for t, files in self.targets.items() if file in files)
+
+    def tier(self, target_id: str) -> int:
+        with self.lock:
+            return self.tiers.get(target_id, 2)
 
     def edit(self) -> int:
         """A new snapshot generation (an edit)."""
@@ -268,3 +276,91 @@ def test_close_stops_new_rounds(source: FakeSource, clock: ManualClock, rec: Rec
     assert _spin(lambda: not scheduler.is_running("a"))
     clock.advance(1.0)  # the debounce timer was cancelled: no round starts
     assert scheduler.wait_idle(WAIT) and len(source.runs) == 1
+
+
+# -- order and summaries -----------------------------------------------------------------------
+def test_priority_is_the_tier_of_the_workspace_unless_an_edit_asked(
+        source: FakeSource, clock: ManualClock, rec: Recorder) -> None:
+    scheduler = _scheduler(source, clock, rec)
+    source.tiers = {"a": 0, "b": 1}  # a: in an open file; b: in a file it imports; c: background
+    scheduler.request_all(0, at_once=True)
+    assert scheduler.wait_idle(WAIT)
+    assert source.priorities[-1] == {"a": 0, "b": 1, "c": 2}
+    clock.advance(1.0)
+    source.gate = threading.Event()  # the edit's job stays open
+    gen = _change(scheduler, source, "c.py")
+    clock.advance(0.0)
+    assert _spin(lambda: scheduler.is_running("c"))
+    assert scheduler.priority("c") == 0  # an edit's target comes before every background job
+    assert (scheduler.priority("a"), scheduler.priority("b")) == (0, 1)
+    source.gate.set()
+    assert scheduler.wait_idle(WAIT) and source.stored["c"] == gen
+    assert scheduler.priority("c") == 2  # its result is current: back to its tier
+
+
+def test_a_change_on_disk_keeps_the_tiers(source: FakeSource, clock: ManualClock, rec: Recorder) -> None:
+    scheduler = _scheduler(source, clock, rec)
+    scheduler.request_all(0, at_once=True)
+    assert scheduler.wait_idle(WAIT)
+    clock.advance(1.0)
+    source.gate = threading.Event()
+    gen = source.edit()
+    scheduler.changed("c.py", source.affected("c.py"), gen, urgent=False)  # a file watcher's event
+    clock.advance(0.0)
+    assert _spin(lambda: scheduler.is_running("c"))
+    assert scheduler.priority("c") == 2
+    source.gate.set()
+    assert scheduler.wait_idle(WAIT)
+
+
+def test_the_end_of_the_rounds_carries_one_summary(source: FakeSource, clock: ManualClock, rec: Recorder) -> None:
+    scheduler = _scheduler(source, clock, rec)
+    source.outcome = "cached"
+    scheduler.request_all(0, at_once=True)
+    assert scheduler.wait_idle(WAIT)
+    summaries = [ev.summary for ev in rec.progress if ev.summary is not None]
+    assert len(summaries) == 1 and rec.progress[-1].summary is summaries[0]
+    s = summaries[0]
+    assert (s.targets, s.cached, s.errors, s.failed, s.cancelled, s.queued) == (3, 3, 0, 0, 0, 0)
+    assert s.line().startswith("3 targets (3 cached) in ")
+
+
+def test_cancelled_jobs_stay_queued_and_are_summarised_as_cancelled(
+        source: FakeSource, clock: ManualClock, rec: Recorder) -> None:
+    scheduler = _scheduler(source, clock, rec)
+    source.gate = threading.Event()
+    scheduler.request_all(0, at_once=True)
+    assert _spin(lambda: source.started.is_set())
+    scheduler.cancel(source.edit())  # the user cancelled the progress
+    assert scheduler.wait_idle(WAIT)
+    (s,) = [ev.summary for ev in rec.progress if ev.summary is not None]
+    assert s.cancelled == 3 and s.queued == 3 and "3 cancelled, 3 left queued" in s.line()
+    assert scheduler.counts().queued == 3 and not source.stored  # not failures: no results, still wanted
+    assert clock.pending() == 0  # and nothing re-runs them until the next change
+    clock.advance(1.0)
+    source.gate.set()
+    gen = _change(scheduler, source, "c.py")
+    clock.advance(0.0)
+    assert scheduler.wait_idle(WAIT)
+    assert source.stored == {"a": gen, "b": gen, "c": gen}  # the next change runs them again
+
+
+def test_a_superseding_edit_continues_the_busy_period(source: FakeSource, clock: ManualClock, rec: Recorder) -> None:
+    scheduler = _scheduler(source, clock, rec)
+    source.gate = threading.Event()
+    scheduler.request_all(0, at_once=True)
+    assert _spin(lambda: source.started.is_set())
+    clock.advance(1.0)
+    gen = _change(scheduler, source, "c.py")  # c's job of the first round is stale now
+    clock.advance(0.0)
+    assert _spin(lambda: len(source.runs) == 2)
+    source.gate.set()
+    assert scheduler.wait_idle(WAIT)
+    assert source.stored["c"] == gen and (0, "c") in source.cancelled
+    summaries = [ev.summary for ev in rec.progress if ev.summary is not None]
+    assert len(summaries) == 1  # one run for the user: the start-up check and the edit
+    s = summaries[0]
+    assert (s.targets, s.cancelled, s.queued) == (3, 0, 0)  # a superseded job is no cancellation
+    last = rec.progress[-1]
+    assert (last.done, last.total, last.running) == (3, 3, 0)
+    assert max(ev.total for ev in rec.progress) == 3  # targets, not jobs

@@ -421,3 +421,61 @@ def _catch(fn: Callable[[], object]) -> object:
         return fn()
     except Exception as exc:  # noqa: BLE001 - the test inspects it
         return exc
+
+
+TIERS_WS = {
+    "layers.py": """
+        from torch import nn
+
+
+        class L(nn.Module):
+            def forward(self, x):
+                return x + 1
+        """,
+    "model.py": """
+        from torch import nn
+
+        from layers import L
+
+
+        class M(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.l = L()
+
+            def forward(self, x):
+                return self.l(x)
+        """,
+    "other.py": """
+        from torch import nn
+
+
+        class O(nn.Module):
+            def forward(self, x):
+                return x * 2
+        """,
+}
+
+
+def test_the_order_open_files_then_their_imports_then_the_rest_and_an_edit_first(
+        tmp_path: Path, clock: ManualClock, rec: Recorder, session: WorkspaceFactory) -> None:
+    write_tree(tmp_path, TIERS_WS)
+    with session(tmp_path) as ws:
+        _started(ws, clock)
+        ids = ("model.py::M", "layers.py::L", "other.py::O")
+        assert [ws.scheduler.priority(t) for t in ids] == [2, 2, 2]  # nothing open: all background
+        model = tmp_path / "model.py"
+        ws.open(model, 1, model.read_text())
+        assert [ws.scheduler.priority(t) for t in ids] == [0, 1, 2]  # open, imported by it, the rest
+        ws.close(model)
+        assert ws.wait_idle(IDLE)
+        assert [ws.scheduler.priority(t) for t in ids] == [2, 2, 2]
+        clock.advance(1.0)
+        layers = tmp_path / "layers.py"  # an edit of a module others import: its own target first,
+        ws.change(layers, 1, layers.read_text() + "\n# edited\n")  # its importers by their tier
+        assert ws.scheduler.priority("layers.py::L") == 0 and ws.scheduler.priority("model.py::M") == 2
+        clock.advance(0.0)
+        assert ws.wait_idle(IDLE)
+        assert {"layers.py::L", "model.py::M"} <= set(rec.finished())
+        summaries = [ev.summary for ev in rec.progress if ev.summary is not None]
+        assert summaries and summaries[-1].targets == 2  # the edit's run: L and its importer M

@@ -12,6 +12,7 @@ return a result dict. Answering from the cache never imports torch or starts a w
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import os
 import queue
@@ -26,6 +27,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Union
 from fxscope import __version__
 from fxscope.errors import CheckInterrupted, WorkerStartError
 from fxscope.cache import FileHasher, ResultCache, claim_directory, hash_json, hash_text
+from fxscope.engine.dispatch import Dispatcher
 from fxscope.engine.faults import WorkerFault, fault_result, is_fault_body
 from fxscope.engine.payload import payload_problem
 from fxscope.engine.results import (CheckResult, TargetResult, drop_covered_skips, relativize,
@@ -134,6 +136,7 @@ class Engine:
             "payload": PAYLOAD_FORMAT,
         })
         self._pool: Any = None
+        self._dispatcher: Dispatcher | None = None  # orders the jobs of concurrent runs on the pool
         self._lock = threading.Lock()
         #: Installed libraries the workspace imports, imported once by the pool's zygote (set from
         #: the first discovery a run gets, before the pool starts).
@@ -149,6 +152,9 @@ class Engine:
     def close(self) -> None:
         """Stop the workers and close the cache."""
         with self._lock:
+            if self._dispatcher is not None:
+                self._dispatcher.close()
+                self._dispatcher = None
             if self._pool is not None:
                 self._pool.close()
                 self._pool = None
@@ -165,6 +171,7 @@ class Engine:
             if other._pool is None or self._pool is not None:
                 return False
             self._pool, other._pool = other._pool, None
+            self._dispatcher, other._dispatcher = other._dispatcher, None  # its runs keep their order
         return True
 
     @property
@@ -185,6 +192,15 @@ class Engine:
                                         sys_path=[str(p) for p in self.config.python_path], root=self.root,
                                         libraries=libraries, env=env)
             return self._pool
+
+    @property
+    def dispatcher(self) -> Dispatcher:
+        """The job order over the worker pool, shared by every concurrent :meth:`run`."""
+        pool = self.pool
+        with self._lock:
+            if self._dispatcher is None or self._dispatcher.pool is not pool:
+                self._dispatcher = Dispatcher(pool, self.workers)
+            return self._dispatcher
 
     def worker_info(self) -> dict[str, Any] | None:
         """What the started worker zygote reported about itself (its torch version, the files
@@ -288,7 +304,8 @@ class Engine:
             on_result: Callable[[TargetResult], None] | None = None,
             cancel: Cancel = None, use_cache: bool = True,
             on_cancelled: Callable[[Target], None] | None = None,
-            retry_faults: bool = False, graphs: bool = True) -> list[TargetResult]:
+            retry_faults: bool = False, graphs: bool = True,
+            priority: Callable[[Target], int] | None = None) -> list[TargetResult]:
         """Results for ``targets`` under the buffers of ``overlays`` (an immutable snapshot, or
         absolute path -> text): from the cache when every recorded file is unchanged, else traced
         in workers (in parallel).
@@ -303,7 +320,11 @@ class Engine:
         Faults (timeouts, crashes) are cached like any result: an unchanged workspace never pays
         a timeout twice; ``retry_faults`` runs the targets whose cached result is a fault again
         (``fxscope check --retry-faults``, the server's re-trace command). ``graphs`` false leaves
-        the FX graphs out of cached results (they are most of a real model's result)."""
+        the FX graphs out of cached results (they are most of a real model's result).
+
+        Jobs start in the order of ``priority(target)`` (lower first; asked again whenever a worker
+        is free, across every concurrent run of this engine; see :mod:`fxscope.engine.dispatch`),
+        else in the order of ``targets``."""
         view = self._overlays(overlays)
         digests = view.digests
         if discovery is not None and self._pool is None:
@@ -346,10 +367,11 @@ class Engine:
         preload_deps = self._preload_deps()
         done: "queue.Queue[tuple[Target, Any, float]]" = queue.Queue()
         handles: dict[str, tuple[Target, Any]] = {}
+        dispatcher = self.dispatcher
         for t in misses:
             start = time.perf_counter()
-            h = self.pool.submit(self._job(t, abs_overlays).to_json())
-            h.add_done_callback(lambda handle, t=t, start=start: done.put((t, handle, start)))
+            h = dispatcher.submit(self._job(t, abs_overlays).to_json(), _bind(priority, t))
+            h.add_done_callback(functools.partial(_put, done, t, start))
             handles[t.id] = (t, h)
         remaining = len(handles)
         # Results are cached while the engine would otherwise wait: a 2,000-node result takes
@@ -517,6 +539,17 @@ class Engine:
         torch_version = next((r.outcome.torch for r in results if r.outcome.torch), self.torch_version)
         return CheckResult(str(self.root), torch_version, results, file_errors=list(file_errors),
                            graphs=graphs, duration_ms=(time.perf_counter() - started) * 1000)
+
+
+def _put(done: "queue.Queue[tuple[Target, Any, float]]", target: Target, start: float, handle: Any) -> None:
+    done.put((target, handle, start))
+
+
+def _bind(priority: Callable[[Target], int] | None, target: Target) -> Callable[[], int] | None:
+    """``priority`` of ``target``, asked later."""
+    if priority is None:
+        return None
+    return lambda: priority(target)
 
 
 def _cancel_all(handles: dict[str, tuple[Target, Any]]) -> None:

@@ -59,6 +59,9 @@ class Client(Protocol):
     def apply_log_level(self, level: str) -> None:
         """Send the server's own log records from ``level`` up to the client."""
 
+    def log_message(self, message: str) -> None:
+        """One info line in the client's log (``window/logMessage``), unless the log level is higher."""
+
     def post(self, fn: Callable[..., None], *args: Any) -> None:
         """Run ``fn(*args)`` on the server's event loop (callable from any thread)."""
 

@@ -1,6 +1,9 @@
-"""``$/progress`` while a folder is checked at start-up (and after ``fxscope.retrace``):
-"n of N targets", begun once the first scheduler event of that round arrives, ended when the
-round is done. Edits do not show progress (they are quick and frequent)."""
+"""``$/progress`` for every run of a folder: the start-up check, an edit, a configuration change, a
+file changed on disk, a command. One cancellable work-done progress ("n of N targets") spans
+a folder's busy period (rounds that overlap share it) and ends, with the run's summary, when the
+scheduler's last round ends; the summary is also logged once (``window/logMessage``, info).
+``window/workDoneProgress/cancel`` kills the folder's running jobs: their targets keep their
+previous results and stay queued until the next change, nothing is reported as failed."""
 
 from __future__ import annotations
 
@@ -10,12 +13,13 @@ import logging
 from dataclasses import dataclass
 
 from lsprotocol import types
+from pygls.lsp.server import LanguageServer
 
 from fxscope.lsp.context import ServerContext
 from fxscope.lsp.workspaces import Folder
-from fxscope.session import ProgressEvent
+from fxscope.session import ProgressEvent, RunSummary
 
-__all__ = ["ProgressFeature"]
+__all__ = ["ProgressFeature", "register"]
 
 log = logging.getLogger("fxscope.lsp")
 _tokens = itertools.count(1)
@@ -27,82 +31,110 @@ class _Round:
     token: str | None = None
     ready: bool = False
     ended: bool = False
+    cancelled: bool = False
     done: int = 0
     total: int = 0
     running: int = 0
+    summary: RunSummary | None = None
 
 
 class ProgressFeature:
-    """Tracks one progress round per folder."""
+    """Tracks one progress per folder's busy period."""
 
     def __init__(self, ctx: ServerContext) -> None:
         self.ctx = ctx
         self._rounds: dict[str, _Round] = {}
+        self._titles: dict[str, str] = {}  # folder uri -> title of its next progress
+        self._refused = False  # the client refused window/workDoneProgress/create once
 
     @property
     def supported(self) -> bool:
         caps = self.ctx.capabilities
-        return bool(caps and caps.window and caps.window.work_done_progress)
+        return bool(caps and caps.window and caps.window.work_done_progress) and not self._refused
 
     def expect_round(self, folder: Folder, title: str) -> None:
-        """Show progress for the next round of ``folder``'s scheduler."""
+        """Title the next progress of ``folder`` (when none is shown now)."""
         current = self._rounds.get(folder.uri)
-        if current is not None and current.token is not None and not current.ended:
-            return  # a round is already shown
-        self._rounds[folder.uri] = _Round(title)
+        if current is None or current.ended:
+            self._titles[folder.uri] = title
 
     def event(self, folder: Folder, ev: ProgressEvent) -> None:
         """A scheduler ProgressEvent (on the event loop)."""
         r = self._rounds.get(folder.uri)
-        if r is None or r.ended or not self.supported:
-            return
-        r.done, r.total, r.running = ev.done, ev.total, ev.running
-        if r.token is None:
-            if r.total <= 0:
+        if r is None or r.ended or r.summary is not None:  # (the last one may still wait for its token)
+            if ev.summary is not None or ev.total <= 0:
+                if ev.summary is not None:
+                    self._log(folder, ev.summary)
                 return
+            title = self._titles.pop(folder.uri, None) or f"fxscope: checking {folder.name}"
+            r = self._rounds[folder.uri] = _Round(title)
+        r.done, r.total, r.running = ev.done, ev.total, ev.running
+        if ev.summary is not None:
+            r.summary = ev.summary
+            self._log(folder, ev.summary)
+        if not self.supported:
+            r.ended = r.summary is not None
+            return
+        if r.token is None:
             r.token = f"fxscope-{next(_tokens)}"
-            asyncio.ensure_future(self._begin(folder, r))
+            asyncio.ensure_future(self._begin(r))
             return
         if r.ready:
             self._report(r)
 
-    def _finished(self, r: _Round) -> bool:
-        return r.total > 0 and r.done >= r.total and r.running == 0
+    def cancel(self, token: str) -> None:
+        """The client cancelled the progress ``token``: stop its folder's running work."""
+        for uri, r in self._rounds.items():
+            if r.token == token and not r.ended:
+                r.cancelled = True
+                folder = next((f for f in self.ctx.folders.all() if f.uri == uri), None)
+                if folder is not None:
+                    try:
+                        folder.workspace.cancel()
+                    except RuntimeError:  # closed meanwhile
+                        pass
+                    log.debug("progress %s cancelled: stopping the jobs of %s", token, folder.name)
+                return
 
-    async def _begin(self, folder: Folder, r: _Round) -> None:
+    def _log(self, folder: Folder, summary: RunSummary) -> None:
+        name = f" {folder.name}:" if len(self.ctx.folders.all()) > 1 else ""
+        self.ctx.client.log_message(f"fxscope:{name} {summary.line()}")
+
+    async def _begin(self, r: _Round) -> None:
         assert r.token is not None
         try:
             await self.ctx.client.create_progress(r.token)
-        except Exception as e:  # the client refused: no progress for this round
+        except Exception as e:  # the client refused: no progress from now on
             log.debug("window/workDoneProgress/create failed: %s", e)
+            self._refused = True
             r.ended = True
             return
         self.ctx.client.send_progress(r.token, types.WorkDoneProgressBegin(
-            title=r.title, message=self._message(r), percentage=self._percent(r), cancellable=False))
+            title=r.title, message=self._message(r), percentage=self._percent(r), cancellable=True))
         r.ready = True
         self._report(r)
 
     def _report(self, r: _Round) -> None:
         if r.ended or r.token is None:
             return
-        if self._finished(r):
+        if r.summary is not None:
             r.ended = True
-            self.ctx.client.send_progress(r.token, types.WorkDoneProgressEnd(
-                message=f"{r.total} target{'s' if r.total != 1 else ''} checked"))
+            message = ("cancelled: " if r.cancelled else "") + r.summary.line()
+            self.ctx.client.send_progress(r.token, types.WorkDoneProgressEnd(message=message))
             return
         self.ctx.client.send_progress(r.token, types.WorkDoneProgressReport(
             message=self._message(r), percentage=self._percent(r)))
 
     @staticmethod
     def _message(r: _Round) -> str:
-        return f"{r.done} of {r.total} targets"
+        return f"{r.done} of {r.total} targets" + (" (cancelling)" if r.cancelled else "")
 
     @staticmethod
     def _percent(r: _Round) -> int:
-        return int(100 * r.done / r.total) if r.total else 0
+        return min(100, int(100 * r.done / r.total)) if r.total else 0
 
     def close(self) -> None:
-        """End every open round (shutdown)."""
+        """End every open progress (shutdown)."""
         for r in self._rounds.values():
             if r.ready and not r.ended and r.token is not None:
                 r.ended = True
@@ -110,3 +142,11 @@ class ProgressFeature:
                     self.ctx.client.send_progress(r.token, types.WorkDoneProgressEnd(message="stopped"))
                 except Exception:
                     pass
+
+
+def register(ls: LanguageServer, ctx: ServerContext) -> None:
+    """Register ``window/workDoneProgress/cancel``."""
+
+    @ls.feature(types.WINDOW_WORK_DONE_PROGRESS_CANCEL)
+    def cancel(params: types.WorkDoneProgressCancelParams) -> None:
+        ctx.progress.cancel(str(params.token))

@@ -31,7 +31,7 @@ from pygls.protocol import LanguageServerProtocol
 
 from fxscope import __version__
 from fxscope.lsp import (code_actions, code_lens, commands, configuration, diagnostics, documents, folders, hover,
-                         lifecycle, notebooks)
+                         lifecycle, notebooks, progress)
 from fxscope.lsp.context import DEFAULT_DEBOUNCE_S, ServerContext
 from fxscope.lsp.progress import ProgressFeature
 from fxscope.lsp.workspaces import Folders
@@ -135,6 +135,7 @@ class FxscopeServer(LanguageServer):
         code_lens.register(self, self.ctx)
         code_actions.register(self, self.ctx)
         commands.register(self, self.ctx)
+        progress.register(self, self.ctx)
 
     def _make_workspace(self, root: Path, uri: str) -> Workspace:
         return self.folder_feature.make_workspace(root, uri)
@@ -193,6 +194,11 @@ class FxscopeServer(LanguageServer):
             self.work_done_progress.report(token, value)
         else:
             self.work_done_progress.end(token, value)
+            self.work_done_progress.tokens.pop(token, None)  # pygls keeps every token otherwise
+
+    def log_message(self, message: str) -> None:
+        if self._log_handler.level <= logging.INFO:
+            self.window_log_message(types.LogMessageParams(type=types.MessageType.Info, message=message))
 
     def configuration(self, params: types.ConfigurationParams) -> Awaitable[Sequence[Any]]:
         return self.workspace_configuration_async(params)

@@ -67,6 +67,7 @@ class RecipeIndex:
         #: keyword name -> (value, file, line) of every literal argument the workspace passes by that
         #: name, then every literal default of a constructor parameter of that name
         self.vocabulary: dict[str, list[tuple[Expr, str, int]]] = {}
+        self._chosen: dict[str, list[tuple[Expr, str, int]]] = {}  # _words, once per name
         for rel, summary in sorted(ws.summaries.items()):
             for site in summary.calls:
                 try:
@@ -112,7 +113,14 @@ class RecipeIndex:
     def _words(self, name: str) -> list[tuple[Expr, str, int]]:
         """Values the workspace uses for a parameter called ``name``, best first: the value it
         passes most often (the smaller on a tie), then the smallest positive integer it passes
-        (layer counts and sizes: a small build), from call sites, else from defaults."""
+        (layer counts and sizes: a small build), from call sites, else from defaults. Computed
+        once per name (a repository's ``dim`` has thousands of values, asked for by every class)."""
+        words = self._chosen.get(name)
+        if words is None:
+            words = self._chosen[name] = self._choose(name)
+        return words
+
+    def _choose(self, name: str) -> list[tuple[Expr, str, int]]:
         seen = [w for w in self.vocabulary.get(name, ()) if not (isinstance(w[0], Lit) and w[0].value is None)]
         if not seen:  # None says nothing about a value (an argparse default of a required option)
             return []

@@ -12,7 +12,8 @@ It sits above :mod:`fxscope.engine` (which checks an immutable snapshot) and :mo
 """
 
 from fxscope.session.clock import Clock, MonotonicClock, Timer
-from fxscope.session.data import FileFindings, ProgressEvent, ResultsEvent, SessionSettings, WorkspaceStatus
+from fxscope.session.data import (FileFindings, ProgressEvent, ResultsEvent, RunSummary, SessionSettings,
+                                  WorkspaceStatus)
 from fxscope.session.documents import DocumentStore
 from fxscope.session.plans import RoundPlan, RoundSource
 from fxscope.session.scheduler import Scheduler
@@ -29,6 +30,7 @@ __all__ = [
     "ResultsEvent",
     "RoundPlan",
     "RoundSource",
+    "RunSummary",
     "Scheduler",
     "SessionSettings",
     "Timer",

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from fxscope.model import Finding
 
-__all__ = ["FileFindings", "ProgressEvent", "ResultsEvent", "SessionSettings", "WorkspaceStatus"]
+__all__ = ["FileFindings", "ProgressEvent", "ResultsEvent", "RunSummary", "SessionSettings", "WorkspaceStatus"]
 
 
 # ------------------------------------------------------------------------------------------ data
@@ -45,15 +45,48 @@ class ResultsEvent:
 
 
 @dataclass(frozen=True)
+class RunSummary:
+    """What the rounds between two idle times did: ``targets`` with a new result (from the cache
+    or traced), ``cached`` ones, ``errors`` (traced with error findings), ``failed`` (could not be
+    imported, built or traced: FXS401-404), ``cancelled`` (killed, by the user or a shutdown, with
+    no result since), ``queued`` (still wanted after a cancel), and the wall time."""
+
+    targets: int
+    cached: int
+    errors: int
+    failed: int
+    cancelled: int
+    queued: int
+    seconds: float
+
+    def line(self) -> str:
+        """One log line, e.g. ``42 targets (30 cached, 3 with errors, 1 failed to build) in 12.3 s``."""
+        parts = [f"{self.cached} cached"]
+        if self.errors:
+            parts.append(f"{self.errors} with errors")
+        if self.failed:
+            parts.append(f"{self.failed} failed to build")
+        if self.cancelled:
+            parts.append(f"{self.cancelled} cancelled")
+        if self.queued:
+            parts.append(f"{self.queued} left queued")
+        s = "" if self.targets == 1 else "s"
+        return f"{self.targets} target{s} ({', '.join(parts)}) in {self.seconds:.1f} s"
+
+
+@dataclass(frozen=True)
 class ProgressEvent:
-    """Scheduler progress: ``done`` of ``total`` targets of the current round, ``running`` jobs,
-    the last finished ``target`` (None at the start of a round)."""
+    """Scheduler progress: ``done`` of ``total`` targets of the rounds run since the last idle
+    time (a target killed for a newer snapshot is not done until its new job is), ``running``
+    ones, the last finished ``target`` (None at the start of a round); ``summary`` is set on the
+    event that ends a busy period (nothing runs, is planned or debounces any more)."""
 
     done: int
     total: int
     running: int
     target: str | None
     generation: int
+    summary: RunSummary | None = None
 
 
 @dataclass(frozen=True)

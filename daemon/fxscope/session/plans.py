@@ -18,7 +18,9 @@ class RoundControl(Protocol):
 
     def stale(self, target_id: str) -> bool: ...
 
-    def finished(self, target_id: str) -> None: ...
+    def finished(self, target_id: str, outcome: str = "clean") -> None: ...
+
+    def priority(self, target_id: str) -> int: ...
 
 
 @dataclass(frozen=True)
@@ -45,6 +47,10 @@ class RoundSource(Protocol):
 
     def affected(self, file: str) -> frozenset[str]:
         """The ids of the targets an edit of ``file`` can change."""
+
+    def tier(self, target_id: str) -> int:
+        """How soon ``target_id`` runs when no edit asked for it: 0 for a target of an open file,
+        1 for one in a file that an open file imports, 2 for the rest of the workspace."""
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
+from fxscope.engine.dispatch import BACKGROUND, DEPENDENCY, FOCUS
 from fxscope.engine.engine import Engine
 from fxscope.engine.results import TargetResult, drop_covered_skips
 from fxscope.errors import CheckError
@@ -25,6 +26,16 @@ from fxscope.session.targets import TargetSet
 __all__ = ["Rounds"]
 
 
+def _outcome(result: TargetResult) -> str:
+    """How a result counts in a round's summary."""
+    if result.cached:
+        return "cached"
+    status = result.outcome.status
+    if status == "error":
+        return "failed"
+    return "errors" if status in ("failed", "partial") else "clean"
+
+
 def _under(file: str, rel: str) -> bool:
     return rel in ("", ".") or file == rel or file.startswith(rel.rstrip("/") + "/")
 
@@ -39,6 +50,7 @@ class Rounds:
         self._targets = targets
         self._store = store
         self._events = events
+        self._focus_cache: tuple[tuple[int, int], tuple[frozenset[str], frozenset[str]]] | None = None
 
     # -- RoundSource -----------------------------------------------------------------------------
     def stored_generation(self, target_id: str) -> int:
@@ -49,6 +61,36 @@ class Rounds:
         """The targets an edit of ``file`` can change: its static importers and every result
         that read it."""
         return self._targets.affected(file, self._store.dependents(file))
+
+    def tier(self, target_id: str) -> int:
+        """0 for a target of an open document, 1 for one in a file an open document imports
+        (transitively), 2 for the rest of the workspace (the background)."""
+        file = self._targets.file_of(target_id)
+        if file is None:
+            return BACKGROUND
+        focus, deps = self._focus()
+        return FOCUS if file in focus else DEPENDENCY if file in deps else BACKGROUND
+
+    def _focus(self) -> tuple[frozenset[str], frozenset[str]]:
+        """The open documents (root-relative) and the workspace files they import, transitively
+        (computed once per set of open documents and discovery)."""
+        discovery = self._targets.current
+        key = (self._documents.snapshot().generation, id(discovery))  # asked per job and free worker
+        cached = self._focus_cache
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        open_files = frozenset(self._host.rel(p) for p in self._documents.paths())
+        deps: set[str] = set()
+        if discovery is not None:
+            todo = list(open_files)
+            while todo:
+                for dep in discovery.imports.get(todo.pop(), ()):
+                    if dep not in deps and dep not in open_files:
+                        deps.add(dep)
+                        todo.append(dep)
+        value = (open_files, frozenset(deps))
+        self._focus_cache = (key, value)
+        return value
 
     def plan(self, files: frozenset[str], everything: bool) -> RoundPlan | None:
         """A round on the current snapshot for the changes to ``files``: the targets they
@@ -103,11 +145,12 @@ class Rounds:
              control: RoundControl, use_cache: bool, retry_faults: bool) -> None:
         def on_result(r: TargetResult) -> None:
             self.deliver(r, snapshot, discovery)
-            control.finished(r.target.id)
+            control.finished(r.target.id, _outcome(r))
 
         engine.run(targets, overlays=snapshot, discovery=discovery, on_result=on_result,
                    cancel=lambda t: control.stale(t.id), use_cache=use_cache,
-                   on_cancelled=lambda t: control.finished(t.id), retry_faults=retry_faults)
+                   on_cancelled=lambda t: control.finished(t.id, "cancelled"), retry_faults=retry_faults,
+                   priority=lambda t: control.priority(t.id))
 
     def failed(self, exc: Exception) -> None:
         """A round ended with ``exc``: say so (the session keeps running)."""

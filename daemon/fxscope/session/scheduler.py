@@ -10,6 +10,13 @@ The rules: an edit after a quiet period runs at once (leading edge); an edit ins
 for the debounce (trailing edge), so a burst runs at most twice. Every edit marks the targets it
 affects as requested for the newest generation, which makes their running jobs stale at once
 (the round kills them). A target whose job was killed runs again once the rounds end.
+
+The order: rounds overlap (a start-up check, an edit, a new configuration), and their jobs share
+the engine's workers in the order of :meth:`Scheduler.priority`: the targets of an edit first (they
+preempt background jobs), then by the source's tier: targets of open files, then of the files
+those import, then the rest of the workspace in the background. Every round reports progress;
+rounds back to back form one busy period (until nothing runs, is planned or debounces), whose
+last event carries one :class:`~fxscope.session.data.RunSummary` of what ran.
 """
 
 from __future__ import annotations
@@ -19,7 +26,7 @@ import time
 from collections.abc import Callable
 
 from fxscope.session.clock import Clock, Timer
-from fxscope.session.data import ProgressEvent
+from fxscope.session.data import ProgressEvent, RunSummary
 from fxscope.session.plans import RoundPlan, RoundSource, SchedulerCounts
 
 __all__ = ["Scheduler"]
@@ -33,8 +40,11 @@ class _Control:
     def stale(self, target_id: str) -> bool:
         return self._scheduler.is_stale(target_id, self.generation)
 
-    def finished(self, target_id: str) -> None:
-        self._scheduler.finished(target_id, self.generation)
+    def finished(self, target_id: str, outcome: str = "clean") -> None:
+        self._scheduler.finished(target_id, self.generation, outcome)
+
+    def priority(self, target_id: str) -> int:
+        return self._scheduler.priority(target_id)
 
 
 class Scheduler:
@@ -64,7 +74,12 @@ class Scheduler:
         self._running: dict[str, int] = {}  # target id -> generation of its running round
         self._attempted: dict[str, int] = {}  # target id -> generation of the last round that ran it
         self._known: frozenset[str] = frozenset()
-        self._rounds = self._checks = self._done = self._total = 0
+        self._urgent: dict[str, int] = {}  # target id -> generation of the edit that asked for it
+        # the busy period (rounds back to back, until nothing is planned, debouncing or running):
+        self._period: set[str] = set()  # every target its rounds ran
+        self._finished: set[str] = set()  # those whose last job finished (not superseded since)
+        self._outcomes: dict[str, tuple[int, str]] = {}  # target id -> generation, how its last job finished
+        self._rounds = self._checks = 0
         self._started: float | None = None
         self._last_duration_ms: float | None = None
         self._cancel_below = 0
@@ -78,14 +93,21 @@ class Scheduler:
             self._debounce_s, self._enabled = debounce_s, enabled
 
     # -- what needs running ----------------------------------------------------------------------
-    def changed(self, file: str, affected: frozenset[str], generation: int) -> None:
+    def changed(self, file: str, affected: frozenset[str], generation: int, *,
+                urgent: bool | frozenset[str] = True) -> None:
         """``file`` changed in the snapshot ``generation``: the ``affected`` targets must reflect
         it (their running jobs become stale now); run them at once after a quiet period, else
-        after the debounce."""
+        after the debounce. The ``urgent`` ones (True: all; an edit in the editor: the edited
+        file's own) run before any background job, preempting them; the others keep the order
+        of :meth:`priority`'s tiers (a package's ``__init__`` makes every target depend on the
+        modules it imports: an edit there must not put the whole repository first)."""
+        first = affected if urgent is True else frozenset() if urgent is False else urgent
         with self._lock:
             self._pending.add(file)
             for tid in affected:
                 self._requested[tid] = max(self._requested.get(tid, -1), generation)
+                if tid in first:
+                    self._urgent[tid] = max(self._urgent.get(tid, -1), generation)
             now = self._clock.now()
             quiet = self._last_edit is None or now - self._last_edit >= self._debounce_s
             self._last_edit = now
@@ -108,6 +130,9 @@ class Scheduler:
         with self._lock:
             self._timer = None
             if self._closed or not self._enabled:
+                event = self._period_end(self._latest_generation())
+                if event is not None:
+                    self._emit(event)
                 return
             files, self._pending = frozenset(self._pending), set()
             everything, self._everything = self._everything, False
@@ -118,18 +143,27 @@ class Scheduler:
         except BaseException:
             with self._lock:
                 self._planning.remove(planning)
+                event = self._period_end(self._latest_generation())
                 self._idle.notify_all()
+            if event is not None:
+                self._emit(event)
             raise
         with self._lock:
             self._planning.remove(planning)
+            event = None
             if plan is None or self._closed:
+                event = self._period_end(self._latest_generation())
                 self._idle.notify_all()
-                return
-            self._learn(plan.known)
-            redo = {tid for tid, g in self._requested.items() if tid in plan.known and tid not in self._running
-                    and g > self._source.stored_generation(tid)}
-            ids = tuple(sorted(plan.wanted | redo))
-            self._begin(plan, ids)
+            else:
+                self._learn(plan.known)
+                redo = {tid for tid, g in self._requested.items() if tid in plan.known and tid not in self._running
+                        and g > self._source.stored_generation(tid)}
+                ids = tuple(sorted(plan.wanted | redo))
+                self._begin(plan, ids)
+                if not ids:
+                    event = self._period_end(plan.generation)
+        if event is not None:
+            self._emit(event)
 
     def run_now(self, plan: RoundPlan) -> tuple[str, ...]:
         """Start a round for exactly ``plan.wanted``, no debounce (``check``, ``retrace``)."""
@@ -147,6 +181,8 @@ class Scheduler:
         for tid in [t for t in self._requested if t not in known]:
             del self._requested[tid]
             self._attempted.pop(tid, None)
+        for tid in [t for t in self._urgent if t not in known]:
+            del self._urgent[tid]
 
     def _begin(self, plan: RoundPlan, ids: tuple[str, ...]) -> None:
         """Mark ``ids`` running for ``plan`` and start its thread (lock held)."""
@@ -159,10 +195,24 @@ class Scheduler:
             return
         self._rounds += 1
         if self._started is None:
-            self._started, self._done, self._total = self._clock.now(), 0, 0
-        self._total += len(ids)
-        event = ProgressEvent(self._done, self._total, len(self._running), None, gen)
+            self._started = self._clock.now()
+            self._period, self._finished, self._outcomes = set(), set(), {}
+        self._period.update(ids)
+        self._finished.difference_update(ids)
+        event = self._event(None, gen)
         self.background(lambda: self._round(plan, ids, event), "fxscope-round")
+
+    def _event(self, target: str | None, generation: int, summary: RunSummary | None = None) -> ProgressEvent:
+        """Progress of the busy period: targets finished of those its rounds ran (lock held)."""
+        return ProgressEvent(len(self._finished), len(self._period), len(self._running), target, generation,
+                             summary)
+
+    def _emit(self, event: ProgressEvent) -> None:
+        self._on_progress(event)
+
+    def _latest_generation(self) -> int:
+        """The newest generation a target was asked for (lock held; for an event of no round)."""
+        return max(self._running.values(), default=max(self._requested.values(), default=0))
 
     def _round(self, plan: RoundPlan, ids: tuple[str, ...], event: ProgressEvent) -> None:
         self._on_progress(event)
@@ -187,9 +237,6 @@ class Scheduler:
                     del self._running[tid]
             self._rounds -= 1
             if self._rounds == 0:
-                if self._started is not None:
-                    self._last_duration_ms = (self._clock.now() - self._started) * 1000
-                self._started = None
                 # a target killed for a newer snapshot whose own round has not started yet (not
                 # one whose round failed: that waits for the next change)
                 if not self._closed and self._timer is None and any(
@@ -197,7 +244,27 @@ class Scheduler:
                         and g > self._attempted.get(tid, -1)
                         for tid, g in self._requested.items() if tid in self._known and tid not in self._running):
                     self._schedule(0.0)
+            event = self._period_end(gen)
             self._idle.notify_all()
+        if event is not None:
+            self._emit(event)
+
+    def _period_end(self, generation: int) -> ProgressEvent | None:
+        """The event that ends the busy period, with its summary, when nothing is running, being
+        planned or debouncing any more (lock held); None otherwise."""
+        if self._started is None or self._rounds or self._planning or self._timer is not None:
+            return None
+        seconds = self._clock.now() - self._started
+        self._last_duration_ms = seconds * 1000
+        self._started = None
+        counts: dict[str, int] = {}
+        for _, outcome in self._outcomes.values():
+            counts[outcome] = counts.get(outcome, 0) + 1
+        cancelled = counts.get("cancelled", 0) + counts.get("superseded", 0)
+        queued = sum(1 for tid in self._known if tid in self._requested and self._queued(tid))
+        summary = RunSummary(len(self._outcomes) - cancelled, counts.get("cached", 0), counts.get("errors", 0),
+                             counts.get("failed", 0), cancelled, queued, seconds)
+        return self._event(None, generation, summary)
 
     def _schedule(self, delay: float) -> None:
         """(Re)arm the debounce timer (lock held)."""
@@ -218,14 +285,38 @@ class Scheduler:
             return (self._closed or generation < self._cancel_below
                     or self._requested.get(target_id, generation) > generation)
 
-    def finished(self, target_id: str, generation: int) -> None:
-        """``target_id`` of the round of ``generation`` finished (result or cancelled)."""
+    def finished(self, target_id: str, generation: int, outcome: str = "clean") -> None:
+        """``target_id`` of the round of ``generation`` finished: ``outcome`` is ``cached``,
+        ``clean``, ``errors`` (findings), ``failed`` (could not be built or traced at all) or
+        ``cancelled`` (counted in the round's summary)."""
         with self._lock:
             if self._running.get(target_id) == generation:
                 del self._running[target_id]
-            self._done += 1
-            event = ProgressEvent(self._done, self._total, len(self._running), target_id, generation)
-        self._on_progress(event)
+            if self._outcomes.get(target_id, (-1, ""))[0] > generation:
+                pass  # a job of a newer snapshot finished first: this one says nothing new
+            elif (outcome == "cancelled" and not self._closed and generation >= self._cancel_below
+                    and self._requested.get(target_id, generation) > generation):
+                self._outcomes[target_id] = (generation, "superseded")  # killed for a newer snapshot: it runs again
+                self._finished.discard(target_id)
+            else:
+                self._outcomes[target_id] = (generation, outcome)
+                self._finished.add(target_id)
+            event = self._event(target_id, generation)
+        self._emit(event)
+
+    def priority(self, target_id: str) -> int:
+        """Where a job of ``target_id`` goes in the engine's order (lower first): 0 while an edit
+        asked for it and its result is older than that edit, else the source's tier (0: an open
+        file's target, 1: a target in a file the open files import, 2: background)."""
+        with self._lock:
+            urgent = self._urgent.get(target_id)
+        if urgent is not None:
+            if urgent > self._source.stored_generation(target_id):
+                return 0
+            with self._lock:
+                if self._urgent.get(target_id) == urgent:
+                    del self._urgent[target_id]
+        return self._source.tier(target_id)
 
     def cancel(self, generation: int) -> None:
         """Every round of a generation below ``generation`` is stale (its jobs are killed)."""

@@ -30,6 +30,7 @@ class TargetSet:
         self._discovery: Discovery | None = None
         self._by_file: dict[str, list[Target]] = {}
         self._ids: frozenset[str] = frozenset()
+        self._files_by_id: dict[str, str] = {}
 
     def rescan(self) -> None:
         """Walk the workspace again at the next discovery (configuration changed, a batch check)."""
@@ -59,8 +60,10 @@ class TargetSet:
         for t in discovery.targets:
             by_file.setdefault(t.file, []).append(t)
         ids = frozenset(t.id for t in discovery.targets)
+        files_by_id = {t.id: t.file for t in discovery.targets}
         with self._lock:
             old, self._discovery, self._by_file, self._ids = self._discovery, discovery, by_file, ids
+            self._files_by_id = files_by_id
         return discovery, old
 
     @property
@@ -73,6 +76,11 @@ class TargetSet:
         """The id of every current target."""
         with self._lock:
             return self._ids
+
+    def file_of(self, target_id: str) -> str | None:
+        """The root-relative file that defines ``target_id`` (None: unknown, or a factory outside it)."""
+        with self._lock:
+            return self._files_by_id.get(target_id) or None
 
     def class_targets(self, rel: str) -> list[Target]:
         """The class targets defined in ``rel``."""

@@ -99,9 +99,11 @@ class Workspace:
         also starts the worker zygote now, so the first edit does not wait for torch."""
         self._life.check_open()
         self.targets.rescan()  # a full walk, once
+        # the round is planned first: its discovery names the installed libraries the workspace
+        # imports, which the zygote then imports once, instead of every job importing them
+        self.scheduler.request_all(self.documents.snapshot().generation, at_once=True)
         if warm and self.settings.enabled:
             self.warm()
-        self.scheduler.request_all(self.documents.snapshot().generation, at_once=True)
 
     def warm(self, *, wait: bool = False) -> None:
         """Start the worker zygote now (in the background unless ``wait``); ``status().worker`` is
@@ -177,8 +179,12 @@ class Workspace:
         if change.files and (always or self.settings.trace_on == "type"):
             self._changed(self._rel(self._key(path)), change.snapshot.generation)
 
-    def _changed(self, rel: str, generation: int) -> None:
-        self.scheduler.changed(rel, self._rounds.affected(rel), generation)
+    def _changed(self, rel: str, generation: int, *, urgent: bool = True) -> None:
+        """``rel`` changed: re-run what it affects; ``urgent`` (an edit) puts the targets of the
+        edited file itself first."""
+        affected = self._rounds.affected(rel)
+        first = frozenset(t for t in affected if self.targets.file_of(t) == rel) if urgent else frozenset()
+        self.scheduler.changed(rel, affected, generation, urgent=first)
 
     def files_changed(self, paths: Iterable[Path]) -> None:
         """Files changed on disk (watchdog, ``workspace/didChangeWatchedFiles``): open buffers
@@ -196,7 +202,7 @@ class Workspace:
             self.targets.file_changed(self.config, rel, ab)
             if self.documents.is_open(self._key(ab)) and self.settings.trace_on == "type":
                 continue  # the open buffer is what counts
-            self._changed(rel, self.documents.snapshot().generation)
+            self._changed(rel, self.documents.snapshot().generation, urgent=False)
 
     def snapshot(self) -> Snapshot:
         """The current immutable snapshot: open buffer texts, versions, generation."""

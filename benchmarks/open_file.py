@@ -1,0 +1,317 @@
+"""Opening one file of a large repository in the editor, against a cold check of the whole repository.
+
+On a copy of REPO (no configuration added, no cache, no network) it prints:
+
+- discovery: the AST-only discovery of the whole repository, in this process (what the server
+  does before its first job);
+- open: a real LSP client (VS Code's capabilities) starts ``fxscope serve`` over stdio with its
+  default settings, sends ``initialize``/``initialized`` and at once ``didOpen`` of FILE, then
+  polls ``textDocument/codeLens`` of FILE until it has lenses and none says "tracing…": the
+  seconds from didOpen until that file's results are final, with the server's counts then (the
+  rest of the repository is still being traced in the background);
+- edit: right after, while the background check runs, an edit inserting a line as the first
+  statement of the ``forward`` of FILE's last class: ``assert x.sum() > -1``, then (next edit, in
+  place of it) ``_ = len(x)``, and so on; the seconds from ``didChange`` until a
+  ``publishDiagnostics`` of that version holds the new line's finding (FXS101, FXS103: no earlier
+  result has it there, so it comes from the edit's own trace);
+- check: a cold ``fxscope check`` of a second copy (``--no-cache``, default workers), wall time;
+- the ratio open/check (budget: <= 0.3, and under 20 s for a file of a few classes) and the
+  edit latency (budget: <= 5 s), with the load average before and after.
+
+The repository's own dependencies must be importable by this interpreter (vit-pytorch: einops
+and torchvision), else every class is an FXS402 and the figures measure import errors; the lens
+titles printed say which.
+
+    python benchmarks/open_file.py REPO [--file vit_pytorch/vit.py] [--edits 3] [--skip-check]
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import asyncio
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from lsprotocol import types
+from pygls.lsp.client import LanguageClient
+from pygls.uris import from_fs_path
+
+DAEMON_DIR = Path(__file__).resolve().parent.parent / "daemon"
+OPEN_BUDGET_RATIO = 0.3
+OPEN_BUDGET_S = 20.0
+EDIT_BUDGET_S = 5.0
+TRACING = "tracing…"
+
+
+def env() -> dict[str, str]:
+    e = dict(os.environ)
+    e["PYTHONPATH"] = str(DAEMON_DIR) + (os.pathsep + e["PYTHONPATH"] if e.get("PYTHONPATH") else "")
+    return e
+
+
+def copy_repo(repo: Path, dest: Path) -> Path:
+    """A copy of ``repo`` without its VCS data or any fxscope cache."""
+    shutil.copytree(repo, dest, ignore=shutil.ignore_patterns(".git", ".fxscope_cache", "__pycache__"))
+    return dest
+
+
+def discovery_figures(root: Path) -> tuple[float, int, int]:
+    """Seconds of an AST-only discovery of ``root``, its files and targets (in this process)."""
+    sys.path.insert(0, str(DAEMON_DIR))
+    from fxscope.project.config import load_config
+    from fxscope.project.discovery import discover
+
+    config = load_config(root)
+    t0 = time.perf_counter()
+    found = discover(config)
+    seconds = time.perf_counter() - t0
+    return seconds, len({t.file for t in found.targets}), len(found.targets)
+
+
+#: The lines an edit inserts, alternately: each gives a finding the previous result did not have there.
+EDITS = (("FXS101", "assert {x}.sum() > -1  # fxscope benchmark edit"),
+         ("FXS103", "_ = len({x})  # fxscope benchmark edit"))
+
+
+def edit_line(text: str) -> tuple[int, str, str]:
+    """Where an edit inserts a line: the first statement of the last class's ``forward`` (0-based
+    line), its indent and the name of forward's first argument after self."""
+    tree = ast.parse(text)
+    classes = [n for n in tree.body if isinstance(n, ast.ClassDef)]
+    for cls in reversed(classes):
+        for fn in cls.body:
+            if isinstance(fn, ast.FunctionDef) and fn.name == "forward" and len(fn.args.args) >= 2:
+                first = fn.body[0]
+                if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
+                    first = fn.body[1]  # after a docstring
+                return first.lineno - 1, " " * first.col_offset, fn.args.args[1].arg
+    raise SystemExit("no forward(self, x) in the file to edit")
+
+
+class Client:
+    """A pygls client that records publishDiagnostics and the server's log lines."""
+
+    def __init__(self) -> None:
+        self.lsp = LanguageClient("fxscope-bench", "1")
+        self.published: list[tuple[float, str, int | None, list[types.Diagnostic]]] = []
+        self.logs: list[str] = []
+        self.verbose = False
+        self.arrived = asyncio.Event()
+        c = self.lsp
+
+        @c.feature(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+        def _pub(params: types.PublishDiagnosticsParams) -> None:
+            self.published.append((time.perf_counter(), params.uri, params.version, list(params.diagnostics)))
+            self.arrived.set()
+
+        @c.feature(types.WINDOW_WORK_DONE_PROGRESS_CREATE)
+        def _create(params: types.WorkDoneProgressCreateParams) -> None:
+            return None
+
+        @c.feature(types.PROGRESS)
+        def _progress(params: types.ProgressParams) -> None:
+            return None
+
+        @c.feature(types.WORKSPACE_CONFIGURATION)
+        def _config(params: types.ConfigurationParams) -> list[None]:
+            return [None for _ in params.items]
+
+        @c.feature(types.CLIENT_REGISTER_CAPABILITY)
+        def _register(params: types.RegistrationParams) -> None:
+            return None
+
+        @c.feature(types.WORKSPACE_CODE_LENS_REFRESH)
+        def _lens(params: None) -> None:
+            return None
+
+        @c.feature(types.WORKSPACE_INLAY_HINT_REFRESH)
+        def _hints(params: None) -> None:
+            return None
+
+        @c.feature(types.WINDOW_LOG_MESSAGE)
+        def _log(params: types.LogMessageParams) -> None:
+            self.logs.append(params.message)
+            if self.verbose:
+                print(f"    [server] {params.message}", file=sys.stderr, flush=True)
+
+    async def status(self) -> dict:
+        out = await self.lsp.workspace_execute_command_async(types.ExecuteCommandParams(command="fxscope.status"))
+        return out["folders"][0]
+
+    async def lenses(self, uri: str) -> list[str]:
+        lenses = await self.lsp.text_document_code_lens_async(types.CodeLensParams(
+            text_document=types.TextDocumentIdentifier(uri=uri)))
+        return [lens.command.title for lens in lenses or () if lens.command is not None]
+
+    async def wait_finding(self, uri: str, version: int, line: int, code: str, since: float,
+                           timeout: float) -> float:
+        deadline = time.monotonic() + timeout
+        while True:
+            self.arrived.clear()
+            for t, u, v, diags in self.published:
+                if t >= since and u == uri and v == version and any(
+                        str(d.code) == code and d.range.start.line == line for d in diags):
+                    return t
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError(f"no {code} on line {line + 1} for version {version}")
+            try:
+                await asyncio.wait_for(self.arrived.wait(), left)
+            except asyncio.TimeoutError:
+                pass
+
+
+async def read_stderr(client: LanguageClient, lines: list[str], verbose: bool) -> None:
+    stream = client._server.stderr if client._server is not None else None  # type: ignore[union-attr]
+    if stream is None:
+        return
+    while True:
+        chunk = await stream.read(1 << 16)  # not readline: a long line would end the drain
+        if not chunk:
+            return
+        lines.append(chunk.decode(errors="replace"))
+        if verbose:
+            for line in lines[-1].splitlines():
+                print(f"    [stderr] {line[:300]}", file=sys.stderr, flush=True)
+
+
+async def open_and_edit(root: Path, rel: str, edits: int, timeout: float, verbose: bool = False) -> dict:
+    from pytest_lsp import client_capabilities
+
+    path = root / rel
+    uri = from_fs_path(str(path))
+    text = path.read_text(encoding="utf-8")
+    bench = Client()
+    bench.verbose = verbose
+    client = bench.lsp
+    await client.start_io(sys.executable, "-m", "fxscope", "serve", env=env(), cwd=str(root))
+    stderr: list[str] = []
+    drain = asyncio.create_task(read_stderr(client, stderr, verbose))  # a full pipe would block the server
+    out: dict = {}
+    try:
+        await client.initialize_async(types.InitializeParams(
+            capabilities=client_capabilities("visual-studio-code"), root_uri=from_fs_path(str(root)),
+            workspace_folders=[types.WorkspaceFolder(uri=from_fs_path(str(root)), name=root.name)]))
+        client.initialized(types.InitializedParams())
+        t0 = time.perf_counter()
+        client.text_document_did_open(types.DidOpenTextDocumentParams(text_document=types.TextDocumentItem(
+            uri=uri, language_id="python", version=1, text=text)))
+        first_lens = None
+        deadline = time.monotonic() + timeout
+        while True:
+            titles = await bench.lenses(uri)
+            if titles and first_lens is None:
+                first_lens = time.perf_counter() - t0
+            if titles and not any(TRACING in t for t in titles):
+                status = await bench.status()
+                if status["total"] > 0:
+                    break
+            if verbose:
+                print(f"    [{time.perf_counter() - t0:6.1f} s] {titles}", file=sys.stderr, flush=True)
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{rel} was not final after {timeout:.0f} s: {titles}")
+            await asyncio.sleep(0.25)
+        out["open_s"] = time.perf_counter() - t0
+        out["first_lens_s"] = first_lens
+        out["lenses"] = titles
+        out["status_at_open"] = status
+
+        line, indent, arg = edit_line(text)
+        lines = text.split("\n")
+        latencies = []
+        for i in range(edits):
+            await asyncio.sleep(1.0)  # an isolated edit
+            # a finding no earlier result has on that line: FXS101, then FXS103, ...
+            code, inserted = EDITS[i % 2]
+            edited = "\n".join(lines[:line] + [indent + inserted.format(x=arg)] + lines[line:])
+            before = await bench.status()
+            t1 = time.perf_counter()
+            client.text_document_did_change(types.DidChangeTextDocumentParams(
+                text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=i + 2),
+                content_changes=[types.TextDocumentContentChangeWholeDocument(text=edited)]))
+            t2 = await bench.wait_finding(uri, i + 2, line, code, t1, timeout)
+            after = await bench.status()
+            latencies.append((t2 - t1, code, before, after))
+        out["edits"] = latencies
+    finally:
+        try:
+            await asyncio.wait_for(client.shutdown_async(None), 60)
+            client.exit(None)
+            await asyncio.wait_for(client._server.wait(), 30)  # type: ignore[union-attr]
+        except Exception:
+            if client._server is not None and client._server.returncode is None:  # type: ignore[union-attr]
+                client._server.kill()  # type: ignore[union-attr]
+        await client.stop()
+        drain.cancel()
+    out["logs"] = [m for m in bench.logs if m.startswith("fxscope:")]
+    return out
+
+
+def cold_check(root: Path, timeout: float) -> tuple[float, int]:
+    """Wall seconds of a cold ``fxscope check`` of ``root`` and its exit code."""
+    t0 = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-m", "fxscope", "check", str(root), "--no-cache", "--format", "json"],
+                          cwd=root, env=env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                          timeout=timeout)
+    return time.perf_counter() - t0, proc.returncode
+
+
+def load() -> str:
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("repo", type=Path, help="the repository (never modified: copies are measured)")
+    parser.add_argument("--file", default="vit_pytorch/vit.py", help="the file to open (relative to REPO)")
+    parser.add_argument("--edits", type=int, default=3)
+    parser.add_argument("--timeout", type=float, default=3600.0, help="seconds allowed per step")
+    parser.add_argument("--skip-check", action="store_true", help="do not run the cold whole-repository check")
+    parser.add_argument("--verbose", action="store_true", help="print the server's log and the lenses as they come")
+    args = parser.parse_args()
+    repo = args.repo.resolve()
+    if not (repo / args.file).is_file():
+        raise SystemExit(f"{repo / args.file} does not exist")
+
+    print(f"fxscope: opening {args.file} of {repo.name} (no configuration, no cache; {os.cpu_count()} cores)")
+    print(f"load average at start: {load()}")
+    with tempfile.TemporaryDirectory(prefix="fxscope-open-") as tmp:
+        seconds, files, targets = discovery_figures(copy_repo(repo, Path(tmp) / "disc"))
+        print(f"discovery (AST only, in-process): {files} files with targets, {targets} targets in {seconds:.2f} s")
+
+        root = copy_repo(repo, Path(tmp) / "open" / repo.name)
+        result = asyncio.run(open_and_edit(root, args.file, args.edits, args.timeout, args.verbose))
+        st = result["status_at_open"]
+        print(f"open -> {args.file} final: {result['open_s']:.1f} s (first lenses after {result['first_lens_s']:.1f} s;"
+              f" {len(result['lenses'])} lenses); the workspace then: {st['done']} of {st['total']} targets done,"
+              f" {st['running']} running, {st['queued']} queued")
+        for title in result["lenses"]:
+            print(f"    lens: {title}")
+        for i, (latency, code, before, after) in enumerate(result["edits"], 1):
+            print(f"edit {i} -> {code} on the inserted line: {latency:.2f} s (background: {before['done']} -> "
+                  f"{after['done']} of {after['total']} done, {after['running']} running)"
+                  f"  {'within' if latency <= EDIT_BUDGET_S else 'OVER'} the {EDIT_BUDGET_S:g} s budget")
+        for line in result["logs"]:
+            print(f"    server log: {line}")
+        print(f"load average after the editor session: {load()}")
+
+        if args.skip_check:
+            return
+        check_root = copy_repo(repo, Path(tmp) / "check" / repo.name)
+        wall, code = cold_check(check_root, args.timeout)
+        print(f"cold `fxscope check` of the whole repository: {wall:.1f} s (exit {code})")
+        print(f"load average after the check: {load()}")
+        ratio = result["open_s"] / wall
+        ok = ratio <= OPEN_BUDGET_RATIO and result["open_s"] <= OPEN_BUDGET_S
+        print(f"open/check = {ratio:.3f} (budget <= {OPEN_BUDGET_RATIO}, and open under {OPEN_BUDGET_S:g} s): "
+              f"{'within budget' if ok else 'OVER budget'}")
+
+
+if __name__ == "__main__":
+    main()
