@@ -22,7 +22,9 @@ from typing import Sequence
 
 from lsprotocol import types
 
-__all__ = ["PositionEncoder", "SUPPORTED_ENCODINGS", "negotiate", "split_lines"]
+from fxscope.session.linemap import LineEdit
+
+__all__ = ["PositionEncoder", "SUPPORTED_ENCODINGS", "content_edits", "negotiate", "split_lines"]
 
 #: Encodings the server can negotiate, in the order it prefers them when the client offers several.
 SUPPORTED_ENCODINGS = ("utf-16", "utf-8", "utf-32")
@@ -158,3 +160,64 @@ def negotiate(client_encodings: Sequence[str] | None) -> str:
         if enc in SUPPORTED_ENCODINGS:
             return str(enc)
     return "utf-16"
+
+
+def _break_count(text: str) -> int:
+    return len(split_lines(text)) - 1
+
+
+def _line_edit(lines: Sequence[str], start: tuple[int, int], end: tuple[int, int], text: str) -> LineEdit | None:
+    """The lines one change of ``lines`` replaces (1-based lines, code-point columns); None when it
+    changes nothing. Text inserted before a line's first character or after its last one leaves
+    that line itself unchanged, only moved."""
+    (line, column), (end_line, end_column) = start, end
+    if (line, column) == (end_line, end_column) and not text:
+        return None
+    count = _break_count(text)
+    at_start = column == 1 and end_column == 1
+    if at_start and (not text or text.endswith(("\n", "\r"))):
+        return LineEdit(line, end_line, count)
+    at_end = column == len(lines[line - 1]) + 1 and end_column == len(lines[end_line - 1]) + 1
+    if at_end and (not text or text.startswith(("\n", "\r"))):
+        return LineEdit(line + 1, end_line + 1, count)
+    return LineEdit(line, end_line + 1, count + 1)
+
+
+def content_edits(before: str, changes: Sequence[object], encoder: PositionEncoder) -> tuple[str, list[LineEdit]] | None:
+    """A ``didChange``'s content changes applied to ``before``: the text after them and the line
+    edits they made, each in the text before it; None when a change replaces the whole document
+    (its lines are found by a line diff instead).
+
+    >>> change = types.TextDocumentContentChangePartial(
+    ...     range=types.Range(start=types.Position(line=1, character=0), end=types.Position(line=1, character=0)),
+    ...     text="a\\nb\\n")
+    >>> content_edits("x\\ny\\n", [change], PositionEncoder())
+    ('x\\na\\nb\\ny\\n', [LineEdit(start=2, end=2, count=2)])
+    """
+    text = before
+    edits: list[LineEdit] = []
+    for change in changes:
+        rng = getattr(change, "range", None)
+        if not isinstance(change, types.TextDocumentContentChangePartial) or rng is None:
+            return None
+        lines = split_lines(text)
+        offsets = [0]
+        for content in lines:  # the start of each line (its terminator's width as written)
+            nxt = offsets[-1] + len(content)
+            nxt += 2 if text.startswith("\r\n", nxt) else 1 if nxt < len(text) else 0
+            offsets.append(nxt)
+
+        def place(pos: types.Position) -> tuple[int, int, int]:
+            if pos.line >= len(lines):  # past the end: the end of the text
+                return len(lines), len(lines[-1]) + 1, len(text)
+            column = encoder.from_character(lines[pos.line], pos.character)
+            return pos.line + 1, column, offsets[pos.line] + column - 1
+
+        (line, column, start), (end_line, end_column, end) = place(rng.start), place(rng.end)
+        if (end_line, end_column) < (line, column):
+            return None
+        edit = _line_edit(lines, (line, column), (end_line, end_column), change.text)
+        if edit is not None:
+            edits.append(edit)
+        text = text[:start] + change.text + text[end:]
+    return text, edits
