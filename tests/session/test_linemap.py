@@ -9,6 +9,7 @@ from hypothesis import given, settings, strategies as st
 from lsprotocol import types
 
 from fxscope.lsp.positions import PositionEncoder, content_edits
+from fxscope.project.notebooks import make_notebook
 from fxscope.session.documents import DocumentStore
 from fxscope.session.linemap import LineEdit, LineMap, diff_edits, diff_lines, split_text
 
@@ -147,6 +148,11 @@ def test_a_buffer_opened_broken_leaves_the_disk_counting(tmp_path: Path) -> None
     fixed = docs.change(key, 2, "x = 0\na = 1\n")
     assert fixed.files == (key,) and fixed.snapshot.text(key) == "x = 0\na = 1\n"
     assert docs.close(key).files == (key,)
+
     nb = str(tmp_path / "n.ipynb")
-    docs.open(nb, 1, '{"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}')
-    assert not docs.view().tracks(nb)  # a notebook's lines are mapped through its cells
+    docs.open(nb, 1, make_notebook([("code", "import torch"), ("markdown", "# t"), ("code", "x = 1\ny = 2")]))
+    docs.change(nb, 2, make_notebook([("code", "import torch\n# new"), ("markdown", "# t"), ("code", "x = 1\ny = 2")]))
+    lines = docs.view().line_map(nb, 1)  # a notebook's code lines, its code cells one after the other
+    assert docs.view().tracks(nb) and [lines.line(i) for i in (1, 2, 3)] == [1, 3, 4]
+    docs.change(nb, 3, make_notebook([("code", "import torch\n# new"), ("code", "x = (")]))
+    assert nb in docs.view().held and docs.snapshot().version(nb) == 2  # a cell does not parse

@@ -217,7 +217,12 @@ class DiagnosticsFeature:
         current = self.ctx.notebooks.view(path)
         if current is None:
             return None
-        view = self.ctx.notebooks.view(path, ff.version) if ff.version is not None else disk_view(path, current)
+        if ff.buffer_version is not None:  # mapped to the code lines of that version (the current one)
+            view = self.ctx.notebooks.view(path, ff.buffer_version)
+        elif ff.version is not None:
+            view = self.ctx.notebooks.view(path, ff.version)
+        else:
+            view = disk_view(path, current)
         if view is None:
             return None
         by_cell: dict[str, list[types.Diagnostic]] = {c.uri: [] for c in current.cells}
@@ -270,7 +275,7 @@ class DiagnosticsFeature:
     def document_changed(self, folder: Folder, path: Path) -> None:
         """The buffer of ``path`` was edited: push its diagnostics again where their lines are now
         (once per burst of edits, and only when that moved or withheld some)."""
-        if self.pull or is_notebook(path) or path_to_uri(path) not in self._published:
+        if self.pull or path_to_uri(path) not in self._published:
             return
         first = not self._moved
         self._moved[path] = folder

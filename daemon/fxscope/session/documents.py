@@ -8,8 +8,8 @@ A buffer that does not parse (a half-typed line: the editor shows its syntax err
 counts: the snapshot keeps its last text that parsed (the disk's when it never did since it was
 opened), so nothing is traced for it, no FXS402 comes from it, and the files that import it keep
 their results. The store also keeps how each document's lines moved between its versions
-(:class:`BufferView`), so results computed for an older version are shown where their lines are
-now.
+(:class:`BufferView`; a notebook's code lines), so results computed for an older version are
+shown where their lines are now.
 
 >>> docs = DocumentStore()
 >>> docs.open("/ws/m.py", 1, "x = 1\\n").files, docs.snapshot().generation
@@ -49,6 +49,17 @@ def disk_text(path: str) -> str | None:
         return None
 
 
+def _code_lines(path: str, text: str | None) -> str:
+    """The text whose lines results count in: a notebook's code lines (its code cells one after
+    the other, as written), any other file's own text."""
+    if text is None or not is_notebook(path):
+        return text or ""
+    try:
+        return read_notebook(text).text
+    except NotebookError:
+        return ""
+
+
 def buffer_parses(path: str, text: str) -> bool:
     """Whether the buffer ``text`` of ``path`` parses: a Python file as a module, a notebook cell
     by cell (other files are not Python and always count)."""
@@ -79,7 +90,7 @@ class DocumentChange:
 @dataclass(frozen=True)
 class _Step:
     """One version of a document: its ``version`` (None: the disk text it was opened over), the
-    hash of its text, and the edits from the previous step's text to it."""
+    hash of its lines (a notebook's code lines), and the edits from the previous step's lines."""
 
     version: int | None
     digest: int
@@ -92,7 +103,7 @@ class _Document:
     text: str
     #: What the snapshot holds for it: (version, text) of its last text that parsed; None: the disk.
     counts: tuple[int | None, str] | None
-    #: Its versions since it was opened (empty: its lines are not tracked, as a notebook's).
+    #: Its versions since it was opened (empty: its lines are not tracked).
     steps: tuple[_Step, ...] = ()
 
     @property
@@ -198,10 +209,9 @@ class DocumentStore:
         from the disk: a buffer that does not parse leaves the disk counting)."""
         disk = disk_text(path)
         counts = (version, text) if buffer_parses(path, text) else None
-        steps: tuple[_Step, ...] = ()
-        if not is_notebook(path):
-            first = _Step(version, hash(text), diff_edits(disk, text) if disk is not None else ())
-            steps = (_Step(None, hash(disk), ()), first) if disk is not None else (first,)
+        lines, disk_lines = _code_lines(path, text), _code_lines(path, disk)
+        first = _Step(version, hash(lines), diff_edits(disk_lines, lines) if disk is not None else ())
+        steps = (_Step(None, hash(disk_lines), ()), first) if disk is not None else (first,)
         with self._lock:
             self._docs[path] = _Document(version, text, counts, steps)
             snapshot = self._bump()
@@ -223,8 +233,9 @@ class DocumentStore:
         counts = (version, text) if parses else old.counts
         steps = old.steps
         if steps:
-            moved = tuple(edits) if edits is not None else diff_edits(old.text, text)
-            steps = (*steps, _Step(version, hash(text), moved))[-MAX_STEPS:]
+            lines = _code_lines(path, text)
+            moved = tuple(edits) if edits is not None else diff_edits(_code_lines(path, old.text), lines)
+            steps = (*steps, _Step(version, hash(lines), moved))[-MAX_STEPS:]
         before = old.counts[1] if old.counts is not None else None
         after = counts[1] if counts is not None else None
         if before is None or after is None:  # the disk counted, or counts again
