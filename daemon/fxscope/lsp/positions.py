@@ -17,6 +17,7 @@ point like any other character (no tab expansion on either side).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -162,14 +163,54 @@ def negotiate(client_encodings: Sequence[str] | None) -> str:
     return "utf-16"
 
 
+_BREAK = re.compile(r"\r\n|\r|\n")
+
+
 def _break_count(text: str) -> int:
-    return len(split_lines(text)) - 1
+    return len(_BREAK.findall(text))
 
 
-def _line_edit(lines: Sequence[str], start: tuple[int, int], end: tuple[int, int], text: str) -> LineEdit | None:
-    """The lines one change of ``lines`` replaces (1-based lines, code-point columns); None when it
-    changes nothing. Text inserted before a line's first character or after its last one leaves
-    that line itself unchanged, only moved."""
+class _Lines:
+    """The lines of a text read only as far as asked (a change near the top of a long file
+    costs what lies above it)."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self._starts = [0]
+        self._breaks = _BREAK.finditer(text)
+        self._done = False
+
+    def _reach(self, index: int) -> bool:
+        while len(self._starts) <= index and not self._done:
+            found = next(self._breaks, None)
+            if found is None:
+                self._done = True
+            else:
+                self._starts.append(found.end())
+        return index < len(self._starts)
+
+    def count(self) -> int:
+        self._reach(1 << 62)
+        return len(self._starts)
+
+    def start(self, index: int) -> int:
+        """Offset of 0-based line ``index`` (which must exist)."""
+        self._reach(index)
+        return self._starts[index]
+
+    def line(self, index: int) -> str | None:
+        """0-based line ``index`` without its terminator (None past the end)."""
+        if not self._reach(index):
+            return None
+        start = self._starts[index]
+        end = self._starts[index + 1] if self._reach(index + 1) else len(self.text)
+        return self.text[start:end].rstrip("\r\n") if end > start else ""
+
+
+def _line_edit(lines: _Lines, start: tuple[int, int], end: tuple[int, int], text: str) -> LineEdit | None:
+    """The lines one change replaces (1-based lines, code-point columns); None when it changes
+    nothing. Text inserted before a line's first character or after its last one leaves that
+    line itself unchanged, only moved."""
     (line, column), (end_line, end_column) = start, end
     if (line, column) == (end_line, end_column) and not text:
         return None
@@ -177,7 +218,7 @@ def _line_edit(lines: Sequence[str], start: tuple[int, int], end: tuple[int, int
     at_start = column == 1 and end_column == 1
     if at_start and (not text or text.endswith(("\n", "\r"))):
         return LineEdit(line, end_line, count)
-    at_end = column == len(lines[line - 1]) + 1 and end_column == len(lines[end_line - 1]) + 1
+    at_end = (column == len(lines.line(line - 1) or "") + 1 and end_column == len(lines.line(end_line - 1) or "") + 1)
     if at_end and (not text or text.startswith(("\n", "\r"))):
         return LineEdit(line + 1, end_line + 1, count)
     return LineEdit(line, end_line + 1, count + 1)
@@ -200,18 +241,15 @@ def content_edits(before: str, changes: Sequence[object], encoder: PositionEncod
         rng = getattr(change, "range", None)
         if not isinstance(change, types.TextDocumentContentChangePartial) or rng is None:
             return None
-        lines = split_lines(text)
-        offsets = [0]
-        for content in lines:  # the start of each line (its terminator's width as written)
-            nxt = offsets[-1] + len(content)
-            nxt += 2 if text.startswith("\r\n", nxt) else 1 if nxt < len(text) else 0
-            offsets.append(nxt)
+        lines = _Lines(text)
 
         def place(pos: types.Position) -> tuple[int, int, int]:
-            if pos.line >= len(lines):  # past the end: the end of the text
-                return len(lines), len(lines[-1]) + 1, len(text)
-            column = encoder.from_character(lines[pos.line], pos.character)
-            return pos.line + 1, column, offsets[pos.line] + column - 1
+            content = lines.line(pos.line)
+            if content is None:  # past the end: the end of the text
+                last = lines.count() - 1
+                return last + 1, len(lines.line(last) or "") + 1, len(text)
+            column = encoder.from_character(content, pos.character)
+            return pos.line + 1, column, lines.start(pos.line) + column - 1
 
         (line, column, start), (end_line, end_column, end) = place(rng.start), place(rng.end)
         if (end_line, end_column) < (line, column):

@@ -32,7 +32,8 @@ from dataclasses import dataclass, field
 
 from fxscope.model import Snapshot
 from fxscope.project.notebooks import NotebookError, is_notebook, notebook_tree, read_notebook
-from fxscope.session.linemap import LineEdit, LineMap, diff_edits
+from fxscope.session.linemap import LineEdit, LineMap, diff_edits, split_text
+from fxscope.session.parsecheck import Spans, reparse, statement_spans
 
 __all__ = ["BufferView", "DocumentChange", "DocumentStore", "buffer_parses", "disk_text"]
 
@@ -58,6 +59,27 @@ def _code_lines(path: str, text: str | None) -> str:
         return read_notebook(text).text
     except NotebookError:
         return ""
+
+
+def _check(path: str, text: str, old: _Document | None = None,
+           edits: Sequence[LineEdit] | None = None) -> tuple[bool, _Parsed | None]:
+    """Whether ``text`` of ``path`` parses, and (Python) what the next check needs: after line
+    edits of a text that parsed (or of one that did not, since the last that did), only the
+    statements around the edited lines are parsed again."""
+    if not path.endswith(".py"):
+        return buffer_parses(path, text), None
+    lines = split_text(text)
+    parsed = old.spans if old is not None else None
+    if parsed is not None and edits is not None:
+        since = parsed.since.then(edits)
+        spans = reparse(parsed.spans, lines, since.covering(parsed.lines, len(lines)))
+        if spans is None:
+            return False, _Parsed(parsed.spans, parsed.lines, since)
+    else:
+        spans = statement_spans(text)
+        if spans is None:
+            return False, None
+    return True, _Parsed(spans, len(lines))
 
 
 def buffer_parses(path: str, text: str) -> bool:
@@ -98,6 +120,13 @@ class _Step:
 
 
 @dataclass(frozen=True)
+class _Parsed:
+    spans: Spans
+    lines: int
+    since: LineMap = LineMap.IDENTITY
+
+
+@dataclass(frozen=True)
 class _Document:
     version: int | None
     text: str
@@ -105,6 +134,9 @@ class _Document:
     counts: tuple[int | None, str] | None
     #: Its versions since it was opened (empty: its lines are not tracked).
     steps: tuple[_Step, ...] = ()
+    #: The top-level statements of the Python text that counts, its line count, and how the
+    #: buffer's lines moved since (an edit re-parses only the statements it touched).
+    spans: _Parsed | None = None
 
     @property
     def parses(self) -> bool:
@@ -208,28 +240,31 @@ class DocumentStore:
         """An editor opened ``path`` at ``version`` with ``text`` (changed when what counts differs
         from the disk: a buffer that does not parse leaves the disk counting)."""
         disk = disk_text(path)
-        counts = (version, text) if buffer_parses(path, text) else None
+        parses, spans = _check(path, text)
+        counts = (version, text) if parses else None
         lines, disk_lines = _code_lines(path, text), _code_lines(path, disk)
         first = _Step(version, hash(lines), diff_edits(disk_lines, lines) if disk is not None else ())
         steps = (_Step(None, hash(disk_lines), ()), first) if disk is not None else (first,)
         with self._lock:
-            self._docs[path] = _Document(version, text, counts, steps)
+            self._docs[path] = _Document(version, text, counts, steps, spans)
             snapshot = self._bump()
         return DocumentChange((path,) if counts is not None and disk != text else (), snapshot)
 
     def change(self, path: str, version: int, text: str, edits: Sequence[LineEdit] | None = None) -> DocumentChange:
         """The buffer of ``path`` is now ``text`` at ``version``; ``edits``: how its lines moved
         (None: found by a line diff with the previous text)."""
-        parses = buffer_parses(path, text)
         with self._lock:
             old = self._docs.get(path)
-            if old is None:
-                self._docs[path] = _Document(version, text, (version, text) if parses else None)
+        if old is None:
+            parses, spans = _check(path, text)
+            with self._lock:
+                self._docs[path] = _Document(version, text, (version, text) if parses else None, spans=spans)
                 return DocumentChange((path,) if parses else (), self._bump())
-        return self._update(path, old, version, text, parses, edits)
+        return self._update(path, old, version, text, edits)
 
-    def _update(self, path: str, old: _Document, version: int | None, text: str, parses: bool,
+    def _update(self, path: str, old: _Document, version: int | None, text: str,
                 edits: Sequence[LineEdit] | None) -> DocumentChange:
+        parses, spans = _check(path, text, old, edits)
         counts = (version, text) if parses else old.counts
         steps = old.steps
         if steps:
@@ -244,7 +279,7 @@ class DocumentStore:
         with self._lock:
             if self._docs.get(path) is not old:  # changed or closed meanwhile: the newer state wins
                 return DocumentChange((), self._snapshot)
-            self._docs[path] = _Document(version, text, counts, steps)
+            self._docs[path] = _Document(version, text, counts, steps, spans)
             snapshot = self._bump()
         return DocumentChange((path,) if before != after else (), snapshot)
 
@@ -254,7 +289,7 @@ class DocumentStore:
             old = self._docs.get(path)
             if old is None or text is None or old.text == text:
                 return DocumentChange((), self._snapshot)
-        return self._update(path, old, old.version, text, buffer_parses(path, text), None)
+        return self._update(path, old, old.version, text, None)
 
     def close(self, path: str) -> DocumentChange:
         """The editor closed ``path``: its disk text counts again (changed when it differs from

@@ -87,6 +87,24 @@ class LineMap:
         """Whether every line is where it was."""
         return self.blocks == ((1, 1, _ENDLESS),)
 
+    def covering(self, old_count: int, new_count: int) -> LineEdit:
+        """One edit that turns the old text (``old_count`` lines) into the new one (``new_count``):
+        it replaces everything between the unchanged head and the unchanged tail.
+
+        >>> LineMap.IDENTITY.then([LineEdit(3, 4, 2), LineEdit(8, 8, 1)]).covering(10, 12)
+        LineEdit(start=3, end=7, count=6)
+        """
+        head = tail = 0
+        if self.blocks and self.blocks[0][:2] == (1, 1):
+            head = min(self.blocks[0][2], old_count, new_count)
+        if self.blocks:
+            old, new, length = self.blocks[-1]
+            last = min(old + length - 1, old_count)
+            if last == old_count and new + last - old == new_count:
+                tail = last - old + 1
+        tail = max(0, min(tail, old_count - head, new_count - head))
+        return LineEdit(head + 1, old_count - tail + 1, new_count - tail - head)
+
     def then(self, edits: Iterable[LineEdit]) -> LineMap:
         """This map followed by ``edits`` (each in the coordinates of the text before it)."""
         blocks = list(self.blocks)
