@@ -69,7 +69,7 @@ def _check(path: str, text: str, old: _Document | None = None,
     if not path.endswith(".py"):
         return buffer_parses(path, text), None
     lines = split_text(text)
-    parsed = old.spans if old is not None else None
+    parsed = old.parsed if old is not None else None
     if parsed is not None and edits is not None:
         since = parsed.since.then(edits)
         spans = reparse(parsed.spans, lines, since.covering(parsed.lines, len(lines)))
@@ -121,6 +121,9 @@ class _Step:
 
 @dataclass(frozen=True)
 class _Parsed:
+    """The top-level statements and line count of the last Python text that parsed, and how the
+    buffer's lines moved since (identity while the buffer is that text)."""
+
     spans: Spans
     lines: int
     since: LineMap = LineMap.IDENTITY
@@ -134,9 +137,9 @@ class _Document:
     counts: tuple[int | None, str] | None
     #: Its versions since it was opened (empty: its lines are not tracked).
     steps: tuple[_Step, ...] = ()
-    #: The top-level statements of the Python text that counts, its line count, and how the
-    #: buffer's lines moved since (an edit re-parses only the statements it touched).
-    spans: _Parsed | None = None
+    #: Python: what the next edit's parse check starts from (it re-parses only the statements
+    #: around the edited lines).
+    parsed: _Parsed | None = None
 
     @property
     def parses(self) -> bool:
@@ -240,13 +243,13 @@ class DocumentStore:
         """An editor opened ``path`` at ``version`` with ``text`` (changed when what counts differs
         from the disk: a buffer that does not parse leaves the disk counting)."""
         disk = disk_text(path)
-        parses, spans = _check(path, text)
+        parses, parsed = _check(path, text)
         counts = (version, text) if parses else None
         lines, disk_lines = _code_lines(path, text), _code_lines(path, disk)
         first = _Step(version, hash(lines), diff_edits(disk_lines, lines) if disk is not None else ())
         steps = (_Step(None, hash(disk_lines), ()), first) if disk is not None else (first,)
         with self._lock:
-            self._docs[path] = _Document(version, text, counts, steps, spans)
+            self._docs[path] = _Document(version, text, counts, steps, parsed)
             snapshot = self._bump()
         return DocumentChange((path,) if counts is not None and disk != text else (), snapshot)
 
@@ -256,15 +259,15 @@ class DocumentStore:
         with self._lock:
             old = self._docs.get(path)
         if old is None:
-            parses, spans = _check(path, text)
+            parses, parsed = _check(path, text)
             with self._lock:
-                self._docs[path] = _Document(version, text, (version, text) if parses else None, spans=spans)
+                self._docs[path] = _Document(version, text, (version, text) if parses else None, parsed=parsed)
                 return DocumentChange((path,) if parses else (), self._bump())
         return self._update(path, old, version, text, edits)
 
     def _update(self, path: str, old: _Document, version: int | None, text: str,
                 edits: Sequence[LineEdit] | None) -> DocumentChange:
-        parses, spans = _check(path, text, old, edits)
+        parses, parsed = _check(path, text, old, edits)
         counts = (version, text) if parses else old.counts
         steps = old.steps
         if steps:
@@ -279,7 +282,7 @@ class DocumentStore:
         with self._lock:
             if self._docs.get(path) is not old:  # changed or closed meanwhile: the newer state wins
                 return DocumentChange((), self._snapshot)
-            self._docs[path] = _Document(version, text, counts, steps, spans)
+            self._docs[path] = _Document(version, text, counts, steps, parsed)
             snapshot = self._bump()
         return DocumentChange((path,) if before != after else (), snapshot)
 
