@@ -328,6 +328,9 @@ class DiagnosticsFeature:
     def _publish_notebook(self, folder: Folder, path: Path, found: FileFindings | None, *, force: bool) -> None:
         """Push an open notebook's findings to its cells (and clear the cells that have none now)."""
         key = path_to_uri(path)
+        if found is not None and found.buffer_version is not None \
+                and found.buffer_version != self.ctx.documents.version(path):
+            found = None  # mapped to a notebook version edited since: map them to the current one
         ff = found if found is not None else self._findings(folder, path)
         last = self._published.get(key)
         shown = self._cells_shown.get(path, set())
