@@ -271,3 +271,45 @@ async def test_bad_notebook_messages_leave_the_server_working(client: LanguageCl
     bad_line, bad_start, bad_end = position_of("import torch\nfrom torch import nn\n" + UNTRACEABLE, "y.sum() > 0")
     await wait_until(lambda: diagnostics(client, net) == [("FXS101", bad_line, bad_start, bad_end)],
                      timeout=180, what="FXS101 after the bad messages")
+
+
+@pytest.mark.slow
+async def test_cell_results_follow_edits_and_a_cell_that_does_not_parse_keeps_them(
+        client: LanguageClient, tmp_path: Path) -> None:
+    """Lines inserted at the top of a cell move its diagnostics and lenses while the re-trace is
+    held (its forward waits while a file named ``hold`` exists); a half-typed cell gets no FXS402."""
+    root = make_workspace(tmp_path / "ws", [])
+    hold = root / "hold"
+    imports = IMPORTS + f"\nimport os\nimport time\nHOLD = {str(hold)!r}\n\n\ndef hold():\n" \
+        "    while os.path.exists(HOLD):\n        time.sleep(0.05)"
+    held = UNTRACEABLE.replace("    def forward(self, x):\n", "    def forward(self, x):\n        hold()\n")
+    nb = Notebook(root / "model.ipynb")
+    first = nb.add("code", imports)
+    net = nb.add("code", held)
+    nb.path.write_text(make_notebook([(k, t) for _, k, t in nb.cells]), encoding="utf-8")
+    await initialize(client, [root], notebook_caps())
+    await wait_startup(client)
+    open_notebook(client, nb)
+    line, start, end = position_of(held, "y.sum() > 0")
+    await wait_until(lambda: diagnostics(client, net) == [("FXS101", line, start, end)], what="the first diagnostic")
+
+    hold.touch()
+    edit_cell(client, nb, net, "# one\n# two\n" + held)
+    await wait_until(lambda: diagnostics(client, net) == [("FXS101", line + 2, start, end)], what="moved diagnostic")
+    assert [lens_line for lens_line, _ in await lens_titles(client, net)] == [3]
+    assert await hover_text(client, net, 1, 2) == ""
+    edit_cell(client, nb, first, imports + "\nx = (")  # a half-typed cell: nothing traced, no FXS402
+    edit_cell(client, nb, net, "# one\n# two\n# three\n" + held)
+    await wait_until(lambda: diagnostics(client, net) == [("FXS101", line + 3, start, end)], what="kept, moved")
+    assert not any(d.code == "FXS402" for ds in client.diagnostics.values() for d in ds)
+
+    hold.unlink()
+    edit_cell(client, nb, first, imports)
+    await wait_until(lambda: diagnostics(client, net) == [("FXS101", line + 3, start, end)], what="re-traced")
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline and any("tracing" in t for _, t in await lens_titles(client, net)):
+        await asyncio.sleep(0.2)
+    titles = await lens_titles(client, net)
+    assert [n for n, _ in titles] == [4] and not any("tracing" in t for _, t in titles), titles
+    assert diagnostics(client, net) == [("FXS101", line + 3, start, end)]
+    assert not any(d.code == "FXS402" for ds in client.diagnostics.values() for d in ds)

@@ -3,8 +3,11 @@ document version) and pull (``textDocument/diagnostic`` with ``resultId``, ``wor
 ``workspace/diagnostic/refresh``).
 
 Rules: results computed for an older document version never replace newer ones; the last
-results stay while a re-trace runs (nothing flashes empty); a pull from a client that cannot be
-told to refresh waits (bounded) until the results for the document's current version are in.
+results stay while a re-trace runs (nothing flashes empty), at the lines they are on now (the
+session maps them through the edits; a finding on a line edited since is withheld until the
+re-trace) and pushed again after each burst of edits that moved them; a pull from a client that
+cannot be told to refresh waits (bounded) until the results for the document's current version
+are in.
 
 A notebook an editor has open as a notebook (:mod:`fxscope.lsp.notebooks`) gets its diagnostics
 per cell document, mapped through the view of the notebook version they were computed for; a
@@ -53,6 +56,8 @@ MAX_SITES = 5
 MAX_CHAIN = 6
 #: Longest wait of a pull from a client without refresh support for results of the current version.
 PULL_WAIT_S = 15.0
+#: Quiet time after an edit before its document's diagnostics are pushed again at their new lines.
+MOVED_DELAY_S = 0.05
 
 
 def _code_url(code: str) -> str:
@@ -219,6 +224,7 @@ class DiagnosticsFeature:
         self._cells_shown: dict[Path, set[str]] = {}  # open notebook -> its cells that show diagnostics
         self._changed: asyncio.Event | None = None
         self._refresh_pending = False
+        self._moved: dict[Path, Folder] = {}  # edited documents whose diagnostics are pushed again
 
     # ------------------------------------------------------------------ capabilities
     @property
@@ -252,7 +258,12 @@ class DiagnosticsFeature:
         current = self.ctx.notebooks.view(path)
         if current is None:
             return None
-        view = self.ctx.notebooks.view(path, ff.version) if ff.version is not None else disk_view(path, current)
+        if ff.buffer_version is not None:  # mapped to the code lines of that version (the current one)
+            view = self.ctx.notebooks.view(path, ff.buffer_version)
+        elif ff.version is not None:
+            view = self.ctx.notebooks.view(path, ff.version)
+        else:
+            view = disk_view(path, current)
         if view is None:
             return None
         by_cell: dict[str, list[types.Diagnostic]] = {c.uri: [] for c in current.cells}
@@ -302,10 +313,32 @@ class DiagnosticsFeature:
         for path in sorted(paths):
             self.publish(folder, path)
 
-    def publish(self, folder: Folder, path: Path, found: FileFindings | None = None, *, force: bool = False) -> None:
+    def document_changed(self, folder: Folder, path: Path) -> None:
+        """The buffer of ``path`` was edited: push its diagnostics again where their lines are now
+        (once per burst of edits, and only when that moved or withheld some)."""
+        if self.pull or path_to_uri(path) not in self._published:
+            return
+        first = not self._moved
+        self._moved[path] = folder
+        if first:
+            self.ctx.client.call_later(MOVED_DELAY_S, self._push_moved)
+
+    def _push_moved(self) -> None:
+        moved, self._moved = self._moved, {}
+        if self.ctx.shut_down:
+            return
+        for path, folder in moved.items():
+            try:
+                self.publish(folder, path, moved=True)
+            except Exception:  # a closing folder
+                log.exception("could not push the moved diagnostics of %s", path)
+
+    def publish(self, folder: Folder, path: Path, found: FileFindings | None = None, *, force: bool = False,
+                moved: bool = False) -> None:
         """Push the findings of ``path`` (``found``, else the workspace's) unless they are older
-        than what the client has. Never for a file outside the folder (an installed library's
-        failures are shown at the user's line)."""
+        than what the client has; ``moved``: only when the edits since the last push changed them.
+        Never for a file outside the folder (an installed library's failures are shown at the
+        user's line)."""
         if not in_folder(folder, path):
             return
         if is_notebook(path):
@@ -313,8 +346,10 @@ class DiagnosticsFeature:
                 self._publish_notebook(folder, path, found, force=force)
             return  # a notebook not open as one has no document to show them in
         uri = path_to_uri(path)
-        ff = found if found is not None else self._findings(folder, path)
         open_version = self.ctx.documents.version(path)
+        if found is not None and found.buffer_version is not None and found.buffer_version != open_version:
+            found = None  # mapped to a buffer edited since: map them to the one the client has
+        ff = found if found is not None else self._findings(folder, path)
         if ff is None:  # disabled: clear
             if uri in self._published:
                 self._send(uri, [], open_version)
@@ -327,7 +362,7 @@ class DiagnosticsFeature:
                 return  # older than what the client shows: keep the last results
         if open_version is not None and version is not None and version > open_version:
             return
-        if not force and last is not None and last.version == version and last.result_id == ff.result_id:
+        if not force and last is not None and last.result_id == ff.result_id and (moved or last.version == version):
             return
         diagnostics = self.diagnostics_for(folder, path, ff.findings)
         if not diagnostics and last is None and open_version is None:
@@ -338,6 +373,9 @@ class DiagnosticsFeature:
     def _publish_notebook(self, folder: Folder, path: Path, found: FileFindings | None, *, force: bool) -> None:
         """Push an open notebook's findings to its cells (and clear the cells that have none now)."""
         key = path_to_uri(path)
+        if found is not None and found.buffer_version is not None \
+                and found.buffer_version != self.ctx.documents.version(path):
+            found = None  # mapped to a notebook version edited since: map them to the current one
         ff = found if found is not None else self._findings(folder, path)
         last = self._published.get(key)
         shown = self._cells_shown.get(path, set())
@@ -381,9 +419,12 @@ class DiagnosticsFeature:
                 self._send(uri, [], None)
 
     def _version(self, path: Path, ff: FileFindings, open_version: int | None) -> int | None:
-        """The document version ``ff`` is for, as the client is told (None: a closed file)."""
+        """The document version ``ff`` is for, as the client is told (None: a closed file): the
+        buffer's whose lines they were mapped to."""
         if open_version is None:
             return None
+        if ff.buffer_version is not None:
+            return ff.buffer_version
         if ff.version is None and self._buffer_is_disk(path):
             return open_version  # computed from the disk, which holds exactly the buffer's text
         return ff.version

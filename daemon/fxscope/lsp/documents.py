@@ -1,6 +1,8 @@
 """Document sync: ``didOpen``, ``didChange``, ``didSave``, ``didClose`` handed to the session of
 the folder that holds the document (its :class:`~fxscope.session.documents.DocumentStore` is the
-only place versions live; pygls keeps the text only to apply incremental changes)."""
+only place versions live; pygls keeps the text only to apply incremental changes). Each change
+tells the session how the document's lines moved (from its content changes; a whole new text by
+a line diff), so results of earlier versions follow the edits until new ones arrive."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ from pygls.lsp.server import LanguageServer
 
 from fxscope.lsp.context import ServerContext
 from fxscope.lsp.folders import FolderFeature
+from fxscope.lsp.positions import content_edits
 from fxscope.lsp.workspaces import uri_to_path
 
 __all__ = ["register"]
@@ -37,7 +40,11 @@ def register(ls: LanguageServer, ctx: ServerContext, folders: FolderFeature) -> 
         if path is None or folder is None or not folder.workspace.documents.is_open(str(path)):
             return
         doc = ls.workspace.get_text_document(params.text_document.uri)
-        folder.workspace.change(path, params.text_document.version, doc.source)
+        before = folder.workspace.documents.text(str(path))
+        replayed = content_edits(before, params.content_changes, ctx.encoder) if before is not None else None
+        edits = replayed[1] if replayed is not None and replayed[0] == doc.source else None  # else: a line diff
+        folder.workspace.change(path, params.text_document.version, doc.source, edits)
+        ctx.diagnostics.document_changed(folder, path)
 
     @ls.feature(types.TEXT_DOCUMENT_DID_SAVE, types.SaveOptions(include_text=False))
     def did_save(params: types.DidSaveTextDocumentParams) -> None:

@@ -7,8 +7,9 @@ nbformat JSON made of its cells as the editor has them (Markdown and other cells
 text, so cells keep their numbers), versioned by the notebook's version. Everything below works
 on the notebook's code lines (its code cells one after the other); diagnostics, hovers, code
 lenses and inlay hints map them to the cell documents the editor shows (``vscode-notebook-cell:``
-URIs) through the :class:`NotebookView` of the version the results were computed for, so results
-of an older version land in the cells they were computed for while newer ones are traced.
+URIs) through the :class:`NotebookView` of the version their lines are for: the session maps
+results of an older version to the current version's code lines (through a line diff of the
+code lines), so they follow the edits while newer ones are traced.
 """
 
 from __future__ import annotations
@@ -249,6 +250,7 @@ def register(ls: LanguageServer, ctx: ServerContext, folders: FolderFeature) -> 
         folder.workspace.change(path, view.version or 0, view.text)
         gone = {c.uri for c in before.cells} - {c.uri for c in view.cells} if before is not None else set()
         ctx.diagnostics.cells_removed(path, sorted(gone))
+        ctx.diagnostics.document_changed(folder, path)
 
     @ls.feature(types.NOTEBOOK_DOCUMENT_DID_SAVE)
     def did_save(params: types.DidSaveNotebookDocumentParams) -> None:

@@ -17,12 +17,15 @@ point like any other character (no tab expansion on either side).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Sequence
 
 from lsprotocol import types
 
-__all__ = ["PositionEncoder", "SUPPORTED_ENCODINGS", "negotiate", "split_lines"]
+from fxscope.session.linemap import LineEdit
+
+__all__ = ["PositionEncoder", "SUPPORTED_ENCODINGS", "content_edits", "negotiate", "split_lines"]
 
 #: Encodings the server can negotiate, in the order it prefers them when the client offers several.
 SUPPORTED_ENCODINGS = ("utf-16", "utf-8", "utf-32")
@@ -158,3 +161,101 @@ def negotiate(client_encodings: Sequence[str] | None) -> str:
         if enc in SUPPORTED_ENCODINGS:
             return str(enc)
     return "utf-16"
+
+
+_BREAK = re.compile(r"\r\n|\r|\n")
+
+
+def _break_count(text: str) -> int:
+    return len(_BREAK.findall(text))
+
+
+class _Lines:
+    """The lines of a text read only as far as asked (a change near the top of a long file
+    costs what lies above it)."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self._starts = [0]
+        self._breaks = _BREAK.finditer(text)
+        self._done = False
+
+    def _reach(self, index: int) -> bool:
+        while len(self._starts) <= index and not self._done:
+            found = next(self._breaks, None)
+            if found is None:
+                self._done = True
+            else:
+                self._starts.append(found.end())
+        return index < len(self._starts)
+
+    def count(self) -> int:
+        self._reach(1 << 62)
+        return len(self._starts)
+
+    def start(self, index: int) -> int:
+        """Offset of 0-based line ``index`` (which must exist)."""
+        self._reach(index)
+        return self._starts[index]
+
+    def line(self, index: int) -> str | None:
+        """0-based line ``index`` without its terminator (None past the end)."""
+        if not self._reach(index):
+            return None
+        start = self._starts[index]
+        end = self._starts[index + 1] if self._reach(index + 1) else len(self.text)
+        return self.text[start:end].rstrip("\r\n") if end > start else ""
+
+
+def _line_edit(lines: _Lines, start: tuple[int, int], end: tuple[int, int], text: str) -> LineEdit | None:
+    """The lines one change replaces (1-based lines, code-point columns); None when it changes
+    nothing. Text inserted before a line's first character or after its last one leaves that
+    line itself unchanged, only moved."""
+    (line, column), (end_line, end_column) = start, end
+    if (line, column) == (end_line, end_column) and not text:
+        return None
+    count = _break_count(text)
+    at_start = column == 1 and end_column == 1
+    if at_start and (not text or text.endswith(("\n", "\r"))):
+        return LineEdit(line, end_line, count)
+    at_end = (column == len(lines.line(line - 1) or "") + 1 and end_column == len(lines.line(end_line - 1) or "") + 1)
+    if at_end and (not text or text.startswith(("\n", "\r"))):
+        return LineEdit(line + 1, end_line + 1, count)
+    return LineEdit(line, end_line + 1, count + 1)
+
+
+def content_edits(before: str, changes: Sequence[object], encoder: PositionEncoder) -> tuple[str, list[LineEdit]] | None:
+    """A ``didChange``'s content changes applied to ``before``: the text after them and the line
+    edits they made, each in the text before it; None when a change replaces the whole document
+    (its lines are found by a line diff instead).
+
+    >>> change = types.TextDocumentContentChangePartial(
+    ...     range=types.Range(start=types.Position(line=1, character=0), end=types.Position(line=1, character=0)),
+    ...     text="a\\nb\\n")
+    >>> content_edits("x\\ny\\n", [change], PositionEncoder())
+    ('x\\na\\nb\\ny\\n', [LineEdit(start=2, end=2, count=2)])
+    """
+    text = before
+    edits: list[LineEdit] = []
+    for change in changes:
+        rng = getattr(change, "range", None)
+        if not isinstance(change, types.TextDocumentContentChangePartial) or rng is None:
+            return None
+        lines = _Lines(text)
+
+        def place(pos: types.Position) -> tuple[int, int, int]:
+            content = lines.line(pos.line)
+            if content is None:  # past the end: the end of the text
+                last = lines.count() - 1
+                return last + 1, len(lines.line(last) or "") + 1, len(text)
+            column = encoder.from_character(content, pos.character)
+            return pos.line + 1, column, lines.start(pos.line) + column - 1
+
+        (line, column, start), (end_line, end_column, end) = place(rng.start), place(rng.end)
+        if (end_line, end_column) < (line, column):
+            return None
+        edit = _line_edit(lines, (line, column), (end_line, end_column), change.text)
+        if edit is not None:
+            edits.append(edit)
+        text = text[:start] + change.text + text[end:]
+    return text, edits

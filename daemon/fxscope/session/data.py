@@ -95,13 +95,16 @@ class FileFindings:
 
     ``version``: the document version they were computed for (None: the disk, or never traced);
     ``generation``: the store generation; ``result_id``: changes exactly when the findings change
-    (for LSP pull diagnostics)."""
+    (for LSP pull diagnostics); ``buffer_version``: the version of the open buffer whose lines
+    they are at (mapped through the edits since ``version``; None: not mapped, a closed file or a
+    notebook)."""
 
     path: Path
     findings: tuple[Finding, ...]
     version: int | None
     generation: int
     result_id: str
+    buffer_version: int | None = None
 
 
 @dataclass(frozen=True)

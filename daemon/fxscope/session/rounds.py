@@ -181,8 +181,8 @@ class Rounds:
             return
         root = self._host.root
         paths = sorted(Path(rel) if rel.startswith("/") else root / rel for rel in files)
-        snapshot = self._documents.snapshot()
-        findings = tuple(self._store.findings_for(self._host.rel(p), str(p), snapshot) for p in paths)
+        snapshot, view = self._documents.snapshot(), self._documents.view()
+        findings = tuple(self._store.findings_for(self._host.rel(p), str(p), snapshot, view) for p in paths)
         listener(ResultsEvent(tuple(paths), snapshot.generation, targets, findings))
 
     def report(self, paths: Iterable[Path] | None, target_ids: Iterable[str] | None, *, graphs: bool,

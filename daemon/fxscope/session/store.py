@@ -7,6 +7,10 @@ target at hand holds, not what the workspace holds. Thread-safe; it starts no th
 nothing back.
 
 Files are root-relative posix paths inside the workspace (absolute outside it), as in the report.
+
+Given a :class:`~fxscope.session.documents.BufferView`, the queries answer in the coordinates of
+the editor's buffers: each result's lines are mapped from the document version it was computed
+for, per target, and those on lines edited since are withheld (see :mod:`.linemap`).
 """
 
 from __future__ import annotations
@@ -20,15 +24,16 @@ from pathlib import Path
 from fxscope.cache import hash_json
 from fxscope.engine.results import REACHED, TargetResult, class_type
 from fxscope.graphview.document import GraphDocument, build_document
-from fxscope.model import ClassSummary, Finding, GraphView, NodeInfo, Snapshot
+from fxscope.model import ClassSummary, Finding, GraphView, Location, NodeInfo, Snapshot
 from fxscope.model.outcome import ANALYSIS_FX
 from fxscope.project.discovery import FileError, Target
 from fxscope.report.build import file_error_finding, finding_order, merge_findings, target_findings
 from fxscope.report.causes import group_by_cause
 from fxscope.report.filters import is_suppressed
-from fxscope.report.locations import SourceCache
+from fxscope.report.locations import SourceCache, absolute_path
 from fxscope.session.data import FileFindings
-from fxscope.session.index import ModuleIndex, NodeIndex
+from fxscope.session.documents import BufferView
+from fxscope.session.index import Instance, ModuleIndex, NodeIndex
 from fxscope.session.summaries import class_summary
 
 __all__ = ["ResultStore", "StoredResult"]
@@ -65,7 +70,7 @@ class ResultStore:
         self._nodes = NodeIndex()
         self._modules = ModuleIndex()
         self._version = 0  # bumped on every change of what findings_for answers
-        self._memo: dict[str, tuple[tuple[int, int], FileFindings]] = {}
+        self._memo: dict[str, tuple[tuple[int, int, bool], FileFindings]] = {}
 
     # -- changes ---------------------------------------------------------------------------------
     def deliver(self, result: TargetResult, generation: int, deps: frozenset[str],
@@ -216,26 +221,74 @@ class ResultStore:
             files.update(f for f, errors in self._file_errors.items() if errors)
         return sorted(files)
 
-    def findings_for(self, file: str, key: str, snapshot: Snapshot) -> FileFindings:
+    def findings_for(self, file: str, key: str, snapshot: Snapshot, view: BufferView | None = None) -> FileFindings:
         """The merged findings of every target shown in ``file`` (absolute ``key``), with the
         suppression comments of ``snapshot``'s buffers applied, one per library cause
-        (:func:`~fxscope.report.causes.group_by_cause`)."""
+        (:func:`~fxscope.report.causes.group_by_cause`); with ``view``, in the coordinates of
+        its buffers (findings on lines edited since withheld, and no FXS402 for a buffer that
+        does not parse: the editor shows that syntax error) and suppressions read from them."""
+        tracked = view is not None and view.tracks(key)
         with self._lock:
-            memo_key = (self._version, snapshot.generation)
+            memo_key = (self._version, view.generation if view is not None else snapshot.generation, tracked)
             memo = self._memo.get(file)
             if memo is not None and memo[0] == memo_key:
                 return memo[1]
-            raw = [f for tid, fs in self._by_file.get(file, {}).items() for f in fs if not self._covered(tid, f)]
+            raw = []
+            for tid, fs in self._by_file.get(file, {}).items():
+                versions = self._results[tid].versions if tid in self._results else {}
+                for f in fs:
+                    if self._covered(tid, f):
+                        continue
+                    moved = self._moved(f, versions, view) if view is not None else f
+                    if moved is not None:
+                        raw.append(moved)
             raw.extend(self._file_errors.get(file, ()))
             version = self._version_for(file, key, snapshot)
-        source = SourceCache(self.root, snapshot.texts)
+        if view is not None and key in view.held:
+            raw = [f for f in raw if not (f.code == "FXS402" and f.primary.file == file)]
+        source = SourceCache(self.root, view.texts if view is not None else snapshot.texts)
         kept = tuple(group_by_cause(f for f in merge_findings(sorted(raw, key=finding_order))
                                     if not is_suppressed(f, source)))
         digest = hash_json([f.to_json() for f in kept])[:16]
-        out = FileFindings(Path(key), kept, version, snapshot.generation, digest)
+        out = FileFindings(Path(key), kept, version, snapshot.generation, digest,
+                           view.versions.get(key) if view is not None and tracked else None)
         with self._lock:
             self._memo[file] = (memo_key, out)
         return out
+
+    def _key(self, file: str) -> str:
+        """The document key (absolute path) of a store ``file``."""
+        return str(absolute_path(file, self.root))
+
+    def _moved(self, finding: Finding, versions: Mapping[str, int | None], view: BufferView) -> Finding | None:
+        """``finding`` (of a result computed for the document ``versions``) where its lines are in
+        ``view``'s buffers; None when its primary line was edited since."""
+        location = self._moved_location(finding.location, versions, view)
+        anchor = self._moved_location(finding.anchor, versions, view) if finding.anchor is not None else None
+        primary = anchor if finding.anchor is not None and finding.location.outside else location
+        if primary is None:
+            return None
+        related = tuple(r for r in (self._moved_location(loc, versions, view) for loc in finding.related) if r is not None)
+        if location is None:  # shown at its anchor: the raising line is in a library (never edited here)
+            location = finding.location
+        if (location, anchor, related) == (finding.location, finding.anchor, finding.related):
+            return finding
+        return replace(finding, location=location, anchor=anchor, related=related)
+
+    def _moved_location(self, loc: Location, versions: Mapping[str, int | None], view: BufferView) -> Location | None:
+        key = self._key(loc.file)
+        if not view.tracks(key):
+            return loc
+        lines = view.line_map(key, versions.get(loc.file))
+        line = lines.line(loc.line) if lines is not None else None
+        if lines is None or line is None:
+            return None
+        if loc.end_line is None:
+            return loc if line == loc.line else replace(loc, line=line)
+        end = lines.line(loc.end_line)
+        if end is None or end < line:  # its last line was edited: the range ends with its first line
+            return replace(loc, line=line, end_line=line, end_column=None)
+        return loc if (line, end) == (loc.line, loc.end_line) else replace(loc, line=line, end_line=end)
 
     def _covered(self, tid: str, finding: Finding) -> bool:
         """Whether another target speaks for ``finding`` of ``tid`` (lock held): a class that
@@ -260,23 +313,41 @@ class ResultStore:
             return newest.versions.get(file)
         return snapshot.versions.get(key)
 
-    def nodes_at(self, file: str, line: int) -> list[NodeInfo]:
-        """Graph nodes produced by ``line`` of ``file``, over every target and instance."""
+    def nodes_at(self, file: str, line: int, view: BufferView | None = None) -> list[NodeInfo]:
+        """Graph nodes produced by ``line`` of ``file``, over every target and instance; with
+        ``view``, ``line`` is a line of its buffer, and each target's nodes are those of the line
+        it was in the version that target was traced for (none for a line inserted or edited since)."""
+        key = self._key(file)
         with self._lock:
-            return self._nodes.at(file, line)
+            if view is None or not view.tracks(key):
+                return self._nodes.at(file, line)
+            by_version: dict[int | None, set[str]] = {}
+            for tid in self._dependents.get(file, ()):
+                by_version.setdefault(self._results[tid].versions.get(file), set()).add(tid)
+            out: list[NodeInfo] = []
+            for version, tids in by_version.items():
+                lines = view.line_map(key, version)
+                old = lines.back(line) if lines is not None else None
+                if old is not None:
+                    out.extend(n for n in self._nodes.at(file, old) if n.target_id in tids)
+            return out
 
     def status(self, target_id: str) -> str | None:
         """The status of the stored result of ``target_id`` (None: never traced)."""
         stored = self.get(target_id)
         return stored.result.outcome.status if stored is not None else None
 
-    def classes_in(self, file: str, own: Sequence[Target], pending: Callable[[str], bool]) -> list[ClassSummary]:
+    def classes_in(self, file: str, own: Sequence[Target], pending: Callable[[str], bool],
+                   view: BufferView | None = None) -> list[ClassSummary]:
         """A summary per ``nn.Module`` class defined in ``file``: the class targets ``own``, and
         classes met as modules of traced models, in line order. ``pending(id)``: that target is
-        being traced or waits for its first result."""
+        being traced or waits for its first result. With ``view``, results' lines are mapped to its
+        buffer (``own``'s lines must already be)."""
         with self._lock:
             instances = self._modules.instances(file)
             shown = [f for fs in self._by_file.get(file, {}).values() for f in fs]
+            if view is not None and view.tracks(self._key(file)):
+                instances, shown = self._moved_classes(file, instances, view)
             stored = {t.id: self._results.get(t.id) for t in own}
             leaves = {(i.target, i.module.path): self._modules.leaf_children(i.target, i.module.path)
                       for found in instances.values() for i in found}
@@ -298,6 +369,24 @@ class ResultStore:
             count = sum(1 for n in lines if line <= n and (end is None or n < end))
             out.append(replace(summary, leaf_children=tuple(kids), findings=count))
         return out
+
+    def _moved_classes(self, file: str, instances: dict[int, list[Instance]], view: BufferView
+                       ) -> tuple[dict[int, list[Instance]], list[Finding]]:
+        """The class instances and findings of ``file`` at their lines in ``view``'s buffer (lock held)."""
+        key = self._key(file)
+        moved: dict[int, list[Instance]] = {}
+        for line, found in instances.items():
+            for inst in found:
+                stored = self._results.get(inst.target)
+                lines = view.line_map(key, stored.versions.get(file) if stored is not None else None)
+                now = lines.line(line) if lines is not None else None
+                if now is not None:
+                    moved.setdefault(now, []).append(inst)
+        shown: list[Finding] = []
+        for tid, fs in self._by_file.get(file, {}).items():
+            versions = self._results[tid].versions if tid in self._results else {}
+            shown.extend(m for m in (self._moved(f, versions, view) for f in fs) if m is not None)
+        return moved, shown
 
     def graph(self, target_id: str, module: str | None, pending: bool) -> GraphView:
         """The nodes and findings of one stored target (one module's graph when ``module`` is

@@ -9,7 +9,7 @@ over every target.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from fxscope.engine.results import TargetResult
@@ -31,6 +31,7 @@ class TargetSet:
         self._by_file: dict[str, list[Target]] = {}
         self._ids: frozenset[str] = frozenset()
         self._files_by_id: dict[str, str] = {}
+        self._versions: Mapping[str, int | None] = {}  # open document -> the version discovered
 
     def rescan(self) -> None:
         """Walk the workspace again at the next discovery (configuration changed, a batch check)."""
@@ -64,7 +65,14 @@ class TargetSet:
         with self._lock:
             old, self._discovery, self._by_file, self._ids = self._discovery, discovery, by_file, ids
             self._files_by_id = files_by_id
+            self._versions = snapshot.versions
         return discovery, old
+
+    def discovered_version(self, key: str) -> int | None:
+        """The version of the open document ``key`` (absolute) the current targets' lines are
+        for (None: its text on disk)."""
+        with self._lock:
+            return self._versions.get(key)
 
     @property
     def current(self) -> Discovery | None:

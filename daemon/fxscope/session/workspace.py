@@ -25,7 +25,8 @@ Example::
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from fxscope.engine.engine import Engine
@@ -40,6 +41,7 @@ from fxscope.session.clock import Clock, MonotonicClock
 from fxscope.session.data import FileFindings, ProgressEvent, ResultsEvent, SessionSettings, WorkspaceStatus
 from fxscope.session.documents import DocumentChange, DocumentStore
 from fxscope.session.engine_host import EngineHost, Events
+from fxscope.session.linemap import LineEdit
 from fxscope.session.rounds import Rounds
 from fxscope.session.scheduler import Scheduler
 from fxscope.session.store import ResultStore
@@ -162,11 +164,13 @@ class Workspace:
         self._life.check_open()
         self._edited(path, self.documents.open(self._key(path), version, text))
 
-    def change(self, path: Path, version: int, text: str) -> None:
+    def change(self, path: Path, version: int, text: str, edits: Sequence[LineEdit] | None = None) -> None:
         """The buffer of ``path`` is now ``text`` at ``version``: debounced re-trace of the targets
-        that depend on it (their running jobs for older snapshots are killed)."""
+        that depend on it (their running jobs for older snapshots are killed); nothing while it
+        does not parse (its last results stay). ``edits``: how its lines moved (None: a line diff
+        with the previous text finds them)."""
         self._life.check_open()
-        self._edited(path, self.documents.change(self._key(path), version, text))
+        self._edited(path, self.documents.change(self._key(path), version, text, edits))
 
     def save(self, path: Path, text: str | None = None) -> None:
         """``path`` was saved (with ``text`` when the client sends it)."""
@@ -228,23 +232,31 @@ class Workspace:
         return self._rounds.report(paths, target_ids, graphs=graphs, duration_ms=duration_ms)
 
     def findings_for(self, path: Path) -> FileFindings:
-        """Merged findings of every target for ``path`` (suppressions read from its buffer)."""
+        """Merged findings of every target for ``path`` (suppressions read from its buffer), at
+        their lines in its buffer (see :meth:`ResultStore.findings_for`)."""
         key = self._key(path)
-        return self.store.findings_for(self._rel(key), key, self.documents.snapshot())
+        return self.store.findings_for(self._rel(key), key, self.documents.snapshot(), self.documents.view())
 
     def files_with_findings(self) -> list[Path]:
         """Every file that has at least one finding (absolute paths; suppressions not applied)."""
         return [Path(rel) if rel.startswith("/") else self.root / rel for rel in self.store.files_with_findings()]
 
     def nodes_at(self, path: Path, line: int) -> list[NodeInfo]:
-        """Graph nodes produced by ``line`` of ``path``, over every target and instance."""
-        return self.store.nodes_at(self._rel(self._key(path)), line)
+        """Graph nodes produced by ``line`` of ``path`` (a line of its buffer), over every target
+        and instance; none for a line inserted or edited since its targets were traced."""
+        return self.store.nodes_at(self._rel(self._key(path)), line, self.documents.view())
 
     def classes_in(self, path: Path) -> list[ClassSummary]:
         """A summary per ``nn.Module`` class defined in ``path`` (targets of that file, and classes
-        met as modules of traced models), in line order."""
-        rel = self._rel(self._key(path))
-        return self.store.classes_in(rel, self.targets.class_targets(rel), self.scheduler.is_target_pending)
+        met as modules of traced models), in line order, at their lines in its buffer."""
+        key = self._key(path)
+        rel, view = self._rel(key), self.documents.view()
+        own = self.targets.class_targets(rel)
+        if view.tracks(key):
+            lines = view.line_map(key, self.targets.discovered_version(key))
+            moved = [(t, lines.line(t.line) if lines is not None else None) for t in own]
+            own = [t if line == t.line else replace(t, line=line) for t, line in moved if line is not None]
+        return self.store.classes_in(rel, own, self.scheduler.is_target_pending, view)
 
     def target_status(self, target_id: str) -> str:
         """A target's status (``pending`` while it is traced or before its first result).
@@ -271,8 +283,12 @@ class Workspace:
         return self.store.graph_document(target_id, module, self._pending(target_id))
 
     def target_for_class(self, path: Path, line: int) -> str | None:
-        """The id of the class target defined at ``line`` of ``path`` or whose body holds that line."""
-        found = self.targets.class_target_at(self._rel(self._key(path)), line)
+        """The id of the class target defined at ``line`` of ``path`` (a line of its buffer) or
+        whose body holds that line."""
+        key = self._key(path)
+        lines = self.documents.view().line_map(key, self.targets.discovered_version(key))
+        found_line = lines.back(line) if lines is not None else None
+        found = self.targets.class_target_at(self._rel(key), found_line) if found_line is not None else None
         return found.id if found is not None else None
 
     def factory_plan(self, path: Path, line: int) -> FactoryPlan | None:
@@ -280,7 +296,9 @@ class Workspace:
         init`` for one class); None for a class built from its defaults, covered, or not traced yet."""
         tid = self.target_for_class(path, line)
         stored = self.store.get(tid) if tid is not None else None
-        if stored is None or stored.result.target.line != line:
+        key = self._key(path)
+        lines = self.documents.view().line_map(key, stored.versions.get(self._rel(key))) if stored else None
+        if stored is None or lines is None or lines.line(stored.result.target.line) != line:
             return None
         plans = plans_from_results([stored.result])
         return plans[0] if plans else None
