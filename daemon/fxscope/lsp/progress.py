@@ -30,6 +30,7 @@ class _Round:
     done: int = 0
     total: int = 0
     running: int = 0
+    failed: str | None = None  # the round ended with this error
 
 
 class ProgressFeature:
@@ -66,6 +67,17 @@ class ProgressFeature:
         if r.ready:
             self._report(r)
 
+    def failed(self, folder: Folder, reason: str) -> None:
+        """``folder``'s round ended with an error (no result will finish it): end its progress."""
+        r = self._rounds.get(folder.uri)
+        if r is None or r.ended:
+            return
+        r.failed = reason
+        if r.ready:
+            self._report(r)
+        elif r.token is None:
+            r.ended = True  # never begun; a begin under way ends as soon as it is ready
+
     def _finished(self, r: _Round) -> bool:
         return r.total > 0 and r.done >= r.total and r.running == 0
 
@@ -85,10 +97,10 @@ class ProgressFeature:
     def _report(self, r: _Round) -> None:
         if r.ended or r.token is None:
             return
-        if self._finished(r):
+        if self._finished(r) or r.failed:
             r.ended = True
             self.ctx.client.send_progress(r.token, types.WorkDoneProgressEnd(
-                message=f"{r.total} target{'s' if r.total != 1 else ''} checked"))
+                message=f"failed: {r.failed}" if r.failed else f"{r.total} target{'s' if r.total != 1 else ''} checked"))
             return
         self.ctx.client.send_progress(r.token, types.WorkDoneProgressReport(
             message=self._message(r), percentage=self._percent(r)))
