@@ -54,8 +54,13 @@ def vsix() -> Path:
 def _drive(vsix: Path, workspace: Path, scratch: Path, *, trusted: bool, expect: str,
            python: str = sys.executable, file: str = UNTRACEABLE, hover: tuple[int, int] = (QKV_LINE, QKV_COLUMN),
            graph_line: int = TRANSFORMER_FORWARD_LINE, missing: str | None = None,
-           extra_env: dict[str, str] | None = None) -> dict:
+           extra_env: dict[str, str] | None = None, screenshots: bool = False) -> dict:
     env = dict(os.environ)
+    if not screenshots:  # only one scenario takes the README's pictures
+        env.pop("FXSCOPE_SCREENSHOTS", None)
+    if missing is not None:  # the interpreter under test sees its own environment only
+        env.pop("PYTHONPATH", None)
+        env.pop("PYTHONHOME", None)
     env.update(extra_env or {})
     env.update(
         FXSCOPE_CODE_SERVER=code_server() or "",
@@ -86,16 +91,16 @@ def _drive(vsix: Path, workspace: Path, scratch: Path, *, trusted: bool, expect:
 
 
 def _explain(result: dict) -> str:
-    keys = ("problems", "hover", "status", "notification", "buttons", "graph", "afterRestart", "errors", "output",
-            "serverLog", "stderr")
+    keys = ("problems", "hover", "status", "notification", "buttons", "graph", "afterRestart", "quickFix",
+            "quickFixTitle", "clearCache", "retrace", "errors", "output", "serverLog", "stderr")
     return json.dumps({k: result.get(k) for k in keys}, indent=1)[-8000:]
 
 
 def test_vsix_in_code_server_shows_diagnostics_and_hover(vsix: Path, tmp_path: Path) -> None:
     ws = copy_examples(tmp_path)
-    # FXSCOPE_SCREENSHOTS=clients/vscode/images refreshes the extension README's pictures.
+    # FXSCOPE_SCREENSHOTS=$PWD/clients/vscode/images refreshes the extension README's pictures.
     result = _drive(vsix, ws, tmp_path / "trusted", trusted=True, expect="FXS101 [Ln 20\nFXS101 [Ln 34\nFXS104 [Ln 48",
-                    extra_env={"FXSCOPE_RESTART": "1"})
+                    extra_env={"FXSCOPE_RESTART": "1"}, screenshots=True)
     assert not result["errors"], _explain(result)
     problems = result["problems"]
     # Attention's `if mask is not None and mask.any():` (line 20) and EarlyExit's `if x.norm() < 1e-3` (line 34).
@@ -159,7 +164,7 @@ def test_graph_opened_while_tracing_fills_in(vsix: Path, tmp_path: Path) -> None
     (ws / SLOW).write_text(SLOW_SOURCE)
     result = _drive(vsix, ws, tmp_path / "early", trusted=True, expect=f"FXS101 [Ln {SLOW_IF_LINE}", file=SLOW,
                     hover=(0, 1), graph_line=SLOW_FORWARD_LINE,
-                    extra_env={"FXSCOPE_GRAPH_EARLY": "1", "FXSCOPE_SCREENSHOTS": ""})
+                    extra_env={"FXSCOPE_GRAPH_EARLY": "1"})
     assert not result["errors"], _explain(result)
     graph = result.get("graph") or {}
     assert graph.get("firstStatus") == "pending", _explain(result)
@@ -237,6 +242,42 @@ def test_vsix_shows_compile_and_export_findings(vsix: Path, tmp_path: Path) -> N
     assert any("FXS601" in p and "print" in p and f"[Ln {PRINT_LINE}" in p for p in problems), _explain(result)
     assert any("FXS701" in p and "torch.export" in p and f"[Ln {BRANCH_LINE}" in p for p in problems), _explain(result)
     assert any("FXS101" in p and f"[Ln {BRANCH_LINE}" in p for p in problems), _explain(result)  # fx's, as always
+
+
+#: A class fxscope cannot build (a constructor argument with a name that says nothing): FXS405.
+SCALED = "zoo/scaled.py"
+SCALED_SOURCE = """import torch
+from torch import nn
+
+
+class Scaled(nn.Module):
+    def __init__(self, secret, scale=2.0):
+        super().__init__()
+        self.proj = nn.Linear(secret, secret)
+        self.scale = scale
+
+    def forward(self, x):
+        return self.proj(x) * self.scale
+"""
+SCALED_LINE = 5
+
+
+def test_actions_that_write_or_clear_say_so(vsix: Path, tmp_path: Path) -> None:
+    """"Create an fxscope target" writes two files and names them (with buttons to open them);
+    Clear Cache and Re-trace Workspace each give feedback."""
+    ws = copy_examples(tmp_path)
+    (ws / SCALED).write_text(SCALED_SOURCE)
+    result = _drive(vsix, ws, tmp_path / "actions", trusted=True, expect=f"FXS405 [Ln {SCALED_LINE}", file=SCALED,
+                    hover=(0, 1), graph_line=0,
+                    extra_env={"FXSCOPE_QUICKFIX": f"{SCALED_LINE}|Create an fxscope target", "FXSCOPE_COMMANDS": "1"})
+    assert not result["errors"], _explain(result)
+    written = result.get("quickFix") or {}
+    assert "fxscope: wrote fxscope_targets.py and pyproject.toml" in written.get("text", ""), _explain(result)
+    assert {"Open fxscope_targets.py", "Open pyproject.toml"} <= set(written.get("buttons") or []), _explain(result)
+    assert "def build_scaled" in (ws / "fxscope_targets.py").read_text(), _explain(result)
+    assert "fxscope_targets:build_scaled" in (ws / "pyproject.toml").read_text(), _explain(result)
+    assert "cleared the result cache of ws" in (result.get("clearCache") or {}).get("text", ""), _explain(result)
+    assert "fxscope: re-tracing ws" in (result.get("retrace") or ""), _explain(result)
 
 
 def test_untrusted_workspace_does_not_start_the_server(vsix: Path, tmp_path: Path) -> None:

@@ -13,9 +13,15 @@ import pytest
 from lsprotocol import types
 from pytest_lsp import ClientServerConfig
 
-from env_support import environment
+from env_support import environment, python_without_torch
 
 pytestmark = pytest.mark.slow
+
+@pytest.fixture(scope="module")
+def no_torch_python(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One interpreter without torch for this module's tests (building it takes a second)."""
+    return python_without_torch(tmp_path_factory.mktemp("no-torch"))
+
 
 MODELS = '''import torch
 from torch import nn
@@ -39,6 +45,22 @@ def _workspace(root: Path) -> Path:
     (root / "pyproject.toml").write_text("[tool.fxscope]\ntimeout = 20\n")
     (root / "models.py").write_text(MODELS)
     return root
+
+
+def test_pool_without_torch_fails_its_start_not_its_jobs(no_torch_python: Path) -> None:
+    """The worker's zygote reports that torch cannot be imported: the pool fails its start with
+    TorchUnavailableError and fails queued jobs as one start-up error (never as a job's crash)."""
+    from fxscope.errors import TorchUnavailableError
+    from fxscope.worker.pool import WorkerPool
+
+    with WorkerPool(python=str(no_torch_python), max_workers=1, startup_timeout=60) as pool:
+        handle = pool.submit({"runner": "fxscope.worker.runner:run", "value": 1})
+        result = handle.result(60)
+        assert result["fault"] == "crash" and result.get("startup") is True and result.get("no_torch") is True
+        assert result["message"].startswith(f"torch cannot be imported by {no_torch_python} ")
+        with pytest.raises(TorchUnavailableError, match=r"pip install 'torch>=2\.2'"):
+            pool.ensure_started(timeout=60)
+        assert pool.info is None  # no worker counts as started
 
 
 def test_check_without_torch_is_one_error_line(no_torch_python: Path, tmp_path: Path) -> None:

@@ -387,8 +387,9 @@ class Extension implements vscode.Disposable {
     const target = folder ? vscode.ConfigurationTarget.Workspace : vscode.ConfigurationTarget.Global;
     await vscode.workspace.getConfiguration("fxscope", folder?.uri).update("interpreter", value ?? undefined, target);
     this.log(value ? `interpreter set to ${value.join(" ")}` : "interpreter: following the Python extension");
-    // A changed setting restarts the server through onDidChangeConfiguration; the same value would not.
-    if (value === null || sameInterpreter({ command: value, source: "setting" }, this.choice)) void this.restart("interpreter selected");
+    // A changed setting (or the Python extension's choice) restarts the server by itself; picking
+    // the interpreter in use again checks it again (e.g. after installing torch there).
+    if (value !== null && sameInterpreter({ command: value, source: "setting" }, this.choice)) void this.restart("interpreter selected");
   }
 
   /** `fxscope.showGraph [target [module]]`: ask the server, then draw the answer. */

@@ -16,6 +16,8 @@
 //   FXSCOPE_GRAPH_EARLY  "1": show the graph right after opening the file (its class still tracing)
 //                        and wait until the result fills it in
 //   FXSCOPE_RESTART      "1": end with "fxscope: Restart Server" and wait for the server to run again
+//   FXSCOPE_QUICKFIX     "<line>|<title words>": apply that quick fix at that line, report the notification
+//   FXSCOPE_COMMANDS     "1": run Clear Cache and Re-trace Workspace, report the feedback each gives
 //   FXSCOPE_SCREENSHOTS  directory: save problems.png, hover.png and graph.png there
 //   FXSCOPE_E2E_TMP      scratch directory (profiles, extensions)
 // Prints one JSON object on stdout; progress goes to stderr.
@@ -51,6 +53,8 @@ const missingStatus = env("FXSCOPE_EXPECT_STATUS", "not installed");
 const graphEarly = env("FXSCOPE_GRAPH_EARLY", "0") === "1";
 const restartAtEnd = env("FXSCOPE_RESTART", "0") === "1";
 const shots = env("FXSCOPE_SCREENSHOTS", "");
+const [quickFixLine, quickFixTitle] = env("FXSCOPE_QUICKFIX", "|").split("|");
+const checkCommands = env("FXSCOPE_COMMANDS", "0") === "1";
 const tmp = env("FXSCOPE_E2E_TMP");
 const timeoutMs = Number(env("FXSCOPE_E2E_TIMEOUT_MS", "240000"));
 
@@ -161,6 +165,27 @@ try {
 
   const statusText = async () => (await page.locator(".statusbar-item").allInnerTexts()).filter((t) => t.includes("fxscope")).join(" | ");
 
+  const notifications = async () => (await page.locator(".notifications-toasts .notification-list-item-message").allInnerTexts()).join("\n");
+
+  /** Wait (until the deadline) for a notification containing ``words``; its text and buttons. */
+  async function notification(words) {
+    let text = "";
+    while (Date.now() < deadline && !(text = await notifications()).includes(words)) await sleep(500);
+    const buttons = await page.locator(".notifications-toasts .notification-list-item-buttons-container .monaco-button").allInnerTexts();
+    return { text, buttons };
+  }
+
+  /** Move the cursor to a 1-based line. */
+  async function goToLine(line) {
+    await page.keyboard.press("Escape");
+    await page.locator(".monaco-editor .view-lines").first().click();
+    await page.keyboard.press("Control+G");
+    await page.waitForSelector(".quick-input-widget input", { timeout: 10000 });
+    await page.keyboard.type(`${line}:1`, { delay: 20 });
+    await page.keyboard.press("Enter");
+    await sleep(300);
+  }
+
   /** Run a command from the palette by its title. */
   async function runCommand(title) {
     await page.keyboard.press("Escape");
@@ -174,13 +199,7 @@ try {
 
   /** "fxscope: Show FX Graph" for the class at graphLine, drawn in the webview; reports what it shows. */
   async function showGraph() {
-    await page.keyboard.press("Escape");
-    await page.locator(".monaco-editor .view-lines").first().click();
-    await page.keyboard.press("Control+G");
-    await page.waitForSelector(".quick-input-widget input", { timeout: 10000 });
-    await page.keyboard.type(`${graphLine}:1`, { delay: 20 });
-    await page.keyboard.press("Enter");
-    await sleep(300);
+    await goToLine(graphLine);
     await runCommand("fxscope: Show FX Graph");
     // The webview's frame: the renderer marks its body once drawn (a pending graph has no nodes yet).
     let graphFrame;
@@ -203,9 +222,18 @@ try {
       viewWidth: await graphFrame.locator(".fxg").evaluate((e) => e.clientWidth),
     });
     if (shots) {
+      // The picture: the bottom panel closed, the boxes collapsed but the first, fitted to the canvas.
+      await page.keyboard.press("Control+J");
+      await sleep(800);
+      await graphFrame.locator(".fxg-btn", { hasText: "Collapse all" }).click();
+      const first = graphFrame.locator("g.fxg-collapsed").first();
+      if (await first.count()) await first.dispatchEvent("click");
       await graphFrame.locator(".fxg-btn", { hasText: "Fit" }).click();
-      await sleep(500);
+      await sleep(800);
       await page.screenshot({ path: join(shots, "graph.png") });
+      await graphFrame.locator(".fxg-btn", { hasText: "Expand all" }).click();
+      await page.keyboard.press("Control+J");
+      await sleep(500);
     }
     if (hoverLine > 0) {
       // Clicking a node reveals its source line in the editor.
@@ -298,6 +326,30 @@ try {
     if (shots && result.hover) await page.screenshot({ path: join(shots, "hover.png") });
   }
   if (trusted && graphLine > 0 && !graphEarly) await showGraph();
+  if (quickFixLine) {
+    // The quick-fix menu at that line, then the fix whose title has those words.
+    await goToLine(Number(quickFixLine));
+    let item;
+    for (let attempt = 0; attempt < 20 && !item; attempt++) {
+      await page.keyboard.press("Control+.");
+      const row = page.locator(".action-widget .monaco-list-row", { hasText: quickFixTitle }).first();
+      if (await row.waitFor({ timeout: 3000 }).then(() => true, () => false)) item = row;
+      else await page.keyboard.press("Escape");
+    }
+    if (item) {
+      result.quickFixTitle = await item.innerText();
+      await item.click();
+      result.quickFix = await notification("fxscope: wrote");
+    }
+    log("quick fix:", JSON.stringify(result.quickFix ?? null));
+  }
+  if (checkCommands) {
+    await runCommand("fxscope: Clear Cache");
+    result.clearCache = await notification("cleared the result cache");
+    await runCommand("fxscope: Re-trace Workspace");
+    while (Date.now() < deadline && !(result.retrace = await statusText()).includes("re-tracing")) await sleep(200);
+    log("commands:", JSON.stringify({ clearCache: result.clearCache, retrace: result.retrace }));
+  }
   if (restartAtEnd) {
     // A normal restart: the server stops and starts again, and nothing of it is an error.
     await runCommand("fxscope: Restart Server");
