@@ -75,7 +75,7 @@ class Extension implements vscode.Disposable {
     this.disposables.push(
       vscode.commands.registerCommand("fxscope.restartServer", () => this.restart("restart requested")),
       vscode.commands.registerCommand("fxscope.showOutput", () => this.output.show(true)),
-      vscode.commands.registerCommand("fxscope.selectInterpreter", () => this.selectInterpreter()),
+      vscode.commands.registerCommand("fxscope.selectInterpreter", () => this.selectInterpreter(false)),
       vscode.commands.registerCommand("fxscope.filesWritten", (title: string, uris: string[]) => this.filesWritten(title, uris)),
       vscode.workspace.onDidChangeConfiguration((e) => {
         if (needsRestart((k) => e.affectsConfiguration(k))) void this.restart("settings changed");
@@ -166,7 +166,7 @@ class Extension implements vscode.Disposable {
         if (pick === COPY) {
           void vscode.env.clipboard.writeText(install);
           vscode.window.setStatusBarMessage(`fxscope: copied \`${install}\``, 5000);
-        } else if (pick === SELECT) void this.selectInterpreter();
+        } else if (pick === SELECT) void this.selectInterpreter(choice.source === "python-extension");
       });
       return;
     }
@@ -349,7 +349,12 @@ class Extension implements vscode.Disposable {
 
   /** "fxscope: Select Interpreter": the Python extension's picker when it is installed (and
    * fxscope follows it), the workspace's virtual environments, or a path of the user's choice. */
-  private async selectInterpreter(): Promise<void> {
+  private async selectInterpreter(pythonPicker = false): Promise<void> {
+    if (pythonPicker && hasPythonExtension()) {
+      // fxscope follows the Python extension's choice: its own picker is the one to use.
+      await vscode.commands.executeCommand("python.setInterpreter");
+      return;
+    }
     const folder = vscode.workspace.workspaceFolders?.[0];
     const current = this.choice?.command.join(" ");
     type Item = vscode.QuickPickItem & { run: () => Promise<string[] | null | undefined> };
