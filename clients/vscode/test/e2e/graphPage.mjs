@@ -5,6 +5,8 @@
 //
 // Environment: FXSCOPE_CHROMIUM (executable), FXSCOPE_PAGE (the HTML file). Prints one JSON object.
 
+/* global document, getComputedStyle -- the page.evaluate callbacks run in the browser */
+
 import { pathToFileURL } from "node:url";
 import { chromium } from "playwright-core";
 
