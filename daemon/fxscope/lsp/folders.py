@@ -15,7 +15,7 @@ from pathlib import Path
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 
-from fxscope.errors import CheckError, TorchUnavailableError
+from fxscope.errors import CheckError, TorchUnavailableError, WorkerStartError
 from fxscope.lsp.configuration import apply_configuration
 from fxscope.lsp.context import ServerContext
 from fxscope.lsp.watch import FolderWatcher, is_relevant
@@ -54,7 +54,7 @@ class FolderFeature:
         fault, the same for every folder and round: one error message (with the install command)
         per distinct problem, the per-round repeats only in the log at debug level."""
         folder = self.ctx.folders.get(root)
-        if folder is not None:
+        if folder is not None and isinstance(exc, WorkerStartError):  # no result will end its round
             self.ctx.progress.failed(folder, str(exc))
         if not isinstance(exc, TorchUnavailableError):
             log.warning("%s: %s", root.name, exc)
