@@ -9,7 +9,7 @@ the daemon as an error reply, the language server as a message).
 
 from __future__ import annotations
 
-__all__ = ["CheckError", "CheckInterrupted", "WorkerStartError"]
+__all__ = ["CheckError", "CheckInterrupted", "TorchUnavailableError", "WorkerStartError"]
 
 
 class CheckError(Exception):
@@ -18,6 +18,11 @@ class CheckError(Exception):
 
 class WorkerStartError(CheckError, RuntimeError):
     """The worker process (torch and the ``preload`` modules) did not start."""
+
+
+class TorchUnavailableError(WorkerStartError):
+    """The interpreter that runs the worker has no torch fxscope supports (missing, broken or too
+    old): an environment error, with the install command in its message."""
 
 
 class CheckInterrupted(CheckError):

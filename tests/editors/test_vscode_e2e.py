@@ -53,8 +53,15 @@ def vsix() -> Path:
 
 def _drive(vsix: Path, workspace: Path, scratch: Path, *, trusted: bool, expect: str,
            python: str = sys.executable, file: str = UNTRACEABLE, hover: tuple[int, int] = (QKV_LINE, QKV_COLUMN),
-           graph_line: int = TRANSFORMER_FORWARD_LINE) -> dict:
+           graph_line: int = TRANSFORMER_FORWARD_LINE, missing: str | None = None,
+           extra_env: dict[str, str] | None = None, screenshots: bool = False) -> dict:
     env = dict(os.environ)
+    if not screenshots:  # only one scenario takes the README's pictures
+        env.pop("FXSCOPE_SCREENSHOTS", None)
+    if missing is not None:  # the interpreter under test sees its own environment only
+        env.pop("PYTHONPATH", None)
+        env.pop("PYTHONHOME", None)
+    env.update(extra_env or {})
     env.update(
         FXSCOPE_CODE_SERVER=code_server() or "",
         FXSCOPE_E2E_NODE_BIN=code_server_node_bin() or "",
@@ -62,7 +69,8 @@ def _drive(vsix: Path, workspace: Path, scratch: Path, *, trusted: bool, expect:
         FXSCOPE_VSIX=str(vsix),
         FXSCOPE_WORKSPACE=str(workspace),
         FXSCOPE_PYTHON=python,
-        FXSCOPE_EXPECT_MISSING="0" if python == sys.executable else "1",
+        FXSCOPE_EXPECT_MISSING="0" if missing is None else "1",
+        FXSCOPE_EXPECT_STATUS=missing or "",
         FXSCOPE_FILE=file,
         FXSCOPE_HOVER_LINE=str(hover[0]),
         FXSCOPE_HOVER_COLUMN=str(hover[1]),
@@ -83,13 +91,16 @@ def _drive(vsix: Path, workspace: Path, scratch: Path, *, trusted: bool, expect:
 
 
 def _explain(result: dict) -> str:
-    keys = ("problems", "hover", "status", "notification", "graph", "errors", "output", "serverLog", "stderr")
+    keys = ("problems", "hover", "status", "notification", "buttons", "graph", "afterRestart", "quickFix",
+            "quickFixTitle", "clearCache", "retrace", "errors", "output", "serverLog", "stderr")
     return json.dumps({k: result.get(k) for k in keys}, indent=1)[-8000:]
 
 
 def test_vsix_in_code_server_shows_diagnostics_and_hover(vsix: Path, tmp_path: Path) -> None:
     ws = copy_examples(tmp_path)
-    result = _drive(vsix, ws, tmp_path / "trusted", trusted=True, expect="FXS101 [Ln 20\nFXS101 [Ln 34\nFXS104 [Ln 48")
+    # FXSCOPE_SCREENSHOTS=$PWD/clients/vscode/images refreshes the extension README's pictures.
+    result = _drive(vsix, ws, tmp_path / "trusted", trusted=True, expect="FXS101 [Ln 20\nFXS101 [Ln 34\nFXS104 [Ln 48",
+                    extra_env={"FXSCOPE_RESTART": "1"}, screenshots=True)
     assert not result["errors"], _explain(result)
     problems = result["problems"]
     # Attention's `if mask is not None and mask.any():` (line 20) and EarlyExit's `if x.norm() < 1e-3` (line 34).
@@ -108,6 +119,57 @@ def test_vsix_in_code_server_shows_diagnostics_and_hover(vsix: Path, tmp_path: P
     assert f"Ln {QKV_LINE}," in graph.get("afterClick", ""), _explain(result)
     # ... and the editor cursor on that line highlights its nodes in both block graphs.
     assert sorted(graph.get("highlighted") or []) == sorted(["qkv", "chunk", "getitem", "getitem_1", "getitem_2"] * 2), _explain(result)
+    # At the default split the canvas gets the space: the findings column starts folded.
+    assert graph.get("sideOpen") is False and graph.get("canvasWidth", 0) >= graph.get("viewWidth", 1) - 2 > 0, \
+        _explain(result)
+    # "fxscope: Restart Server": the server runs again, and a normal stop is no error.
+    assert "fxscope: 3 errors" in (result.get("afterRestart") or ""), _explain(result)
+    assert "exited with code" not in result["output"] and "[Error" not in result["output"], _explain(result)
+    assert "the server stopped" in result["output"], _explain(result)
+
+
+#: A model whose module takes seconds to import: its graph is asked for while it is being traced.
+SLOW = "zoo/slow.py"
+SLOW_SOURCE = """import time
+
+import torch
+from torch import nn
+
+time.sleep(8)  # a slow import: the graph view is opened before the result exists
+
+
+class Gate(nn.Module):
+    def forward(self, x):
+        if x.sum() > 0:  # FXS101: Slow keeps Gate as a leaf
+            x = x * 2
+        return x
+
+
+class Slow(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+        self.gate = Gate()
+
+    def forward(self, x):
+        return self.gate(self.lin(x))
+"""
+SLOW_IF_LINE, SLOW_FORWARD_LINE = 11, 23
+
+
+def test_graph_opened_while_tracing_fills_in(vsix: Path, tmp_path: Path) -> None:
+    """Show FX Graph on a class whose trace is still running: the view says it is waiting, then
+    draws the graph when the result arrives, without being opened again."""
+    ws = copy_examples(tmp_path)
+    (ws / SLOW).write_text(SLOW_SOURCE)
+    result = _drive(vsix, ws, tmp_path / "early", trusted=True, expect=f"FXS101 [Ln {SLOW_IF_LINE}", file=SLOW,
+                    hover=(0, 1), graph_line=SLOW_FORWARD_LINE,
+                    extra_env={"FXSCOPE_GRAPH_EARLY": "1"})
+    assert not result["errors"], _explain(result)
+    graph = result.get("graph") or {}
+    assert graph.get("firstStatus") == "pending", _explain(result)
+    assert graph.get("status") in ("traced", "partial") and graph.get("nodes", 0) >= 4, _explain(result)
+    assert "zoo/slow.py::Slow" in graph.get("title", ""), _explain(result)
 
 
 NOTEBOOK_CELLS = [
@@ -182,6 +244,42 @@ def test_vsix_shows_compile_and_export_findings(vsix: Path, tmp_path: Path) -> N
     assert any("FXS101" in p and f"[Ln {BRANCH_LINE}" in p for p in problems), _explain(result)  # fx's, as always
 
 
+#: A class fxscope cannot build (a constructor argument with a name that says nothing): FXS405.
+SCALED = "zoo/scaled.py"
+SCALED_SOURCE = """import torch
+from torch import nn
+
+
+class Scaled(nn.Module):
+    def __init__(self, secret, scale=2.0):
+        super().__init__()
+        self.proj = nn.Linear(secret, secret)
+        self.scale = scale
+
+    def forward(self, x):
+        return self.proj(x) * self.scale
+"""
+SCALED_LINE = 5
+
+
+def test_actions_that_write_or_clear_say_so(vsix: Path, tmp_path: Path) -> None:
+    """"Create an fxscope target" writes two files and names them (with buttons to open them);
+    Clear Cache and Re-trace Workspace each give feedback."""
+    ws = copy_examples(tmp_path)
+    (ws / SCALED).write_text(SCALED_SOURCE)
+    result = _drive(vsix, ws, tmp_path / "actions", trusted=True, expect=f"FXS405 [Ln {SCALED_LINE}", file=SCALED,
+                    hover=(0, 1), graph_line=0,
+                    extra_env={"FXSCOPE_QUICKFIX": f"{SCALED_LINE}|Create an fxscope target", "FXSCOPE_COMMANDS": "1"})
+    assert not result["errors"], _explain(result)
+    written = result.get("quickFix") or {}
+    assert "fxscope: wrote fxscope_targets.py and pyproject.toml" in written.get("text", ""), _explain(result)
+    assert {"Open fxscope_targets.py", "Open pyproject.toml"} <= set(written.get("buttons") or []), _explain(result)
+    assert "def build_scaled" in (ws / "fxscope_targets.py").read_text(), _explain(result)
+    assert "fxscope_targets:build_scaled" in (ws / "pyproject.toml").read_text(), _explain(result)
+    assert "cleared the result cache of ws" in (result.get("clearCache") or {}).get("text", ""), _explain(result)
+    assert "fxscope: re-tracing ws" in (result.get("retrace") or ""), _explain(result)
+
+
 def test_untrusted_workspace_does_not_start_the_server(vsix: Path, tmp_path: Path) -> None:
     ws = copy_examples(tmp_path)
     result = _drive(vsix, ws, tmp_path / "untrusted", trusted=False, expect="")
@@ -194,6 +292,22 @@ def test_interpreter_without_fxscope_says_how_to_install(vsix: Path, tmp_path: P
     venv = tmp_path / "bare"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
     python = str(venv / "bin" / "python")
-    result = _drive(vsix, copy_examples(tmp_path), tmp_path / "missing", trusted=True, expect="", python=python)
+    result = _drive(vsix, copy_examples(tmp_path), tmp_path / "missing", trusted=True, expect="", python=python,
+                    missing="not installed")
     assert "not installed" in result["status"], _explain(result)
     assert f"{python} -m pip install fxscope" in result["notification"], _explain(result)
+    assert {"Select Interpreter", "Copy Install Command"} <= set(result.get("buttons") or []), _explain(result)
+
+
+def test_interpreter_without_torch_says_how_to_install_it(vsix: Path, tmp_path: Path) -> None:
+    """An environment with fxscope but no torch: no server (no finding blames the code), one
+    notification with the install command for that interpreter and the supported range."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "environment"))
+    from env_support import python_without_torch
+
+    python = str(python_without_torch(tmp_path / "no-torch"))
+    result = _drive(vsix, copy_examples(tmp_path), tmp_path / "missing-torch", trusted=True, expect="", python=python,
+                    missing="no torch")
+    assert "fxscope: no torch" in result["status"], _explain(result)
+    assert f"{python} -m pip install 'torch>=2.2'" in result["notification"], _explain(result)
+    assert {"Select Interpreter", "Copy Install Command"} <= set(result.get("buttons") or []), _explain(result)

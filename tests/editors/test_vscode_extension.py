@@ -20,9 +20,11 @@ needs_npm = pytest.mark.skipif(node() is None or not have_node_modules(),
 
 def test_manifest_contributes_settings_commands_and_trust() -> None:
     assert set(SETTINGS) == {"fxscope.enable", "fxscope.interpreter", "fxscope.run", "fxscope.debounce",
-                             "fxscope.timeout", "fxscope.workers", "fxscope.trace.server"}
+                             "fxscope.timeout", "fxscope.workers", "fxscope.codeLens", "fxscope.inlayHints",
+                             "fxscope.watch", "fxscope.logLevel", "fxscope.trace.server"}
     commands = {c["command"]: c["title"] for c in MANIFEST["contributes"]["commands"]}
     assert commands["fxscope.restartServer"] == "Restart Server"
+    assert commands["fxscope.selectInterpreter"] == "Select Interpreter"
     assert commands["fxscope.showGraph"] == "Show FX Graph"
     assert commands["fxscope.retrace"] == "Re-trace Workspace"
     assert commands["fxscope.clearCache"] == "Clear Cache"
@@ -31,6 +33,37 @@ def test_manifest_contributes_settings_commands_and_trust() -> None:
     assert MANIFEST["main"] == "./dist/extension.js"
     assert "@vscode/vsce" in MANIFEST["devDependencies"] and "esbuild" in MANIFEST["devDependencies"]
     assert (VSCODE / "package-lock.json").exists(), "npm ci needs the committed lockfile"
+
+
+def test_every_server_option_is_a_setting() -> None:
+    """Each option the server accepts (lsp/options.py) is a VS Code setting with the server's default."""
+    import dataclasses
+
+    from fxscope.lsp.options import ServerOptions
+
+    names = {"enable": "enable", "debounce_ms": "debounce", "trace_on": "run", "workers": "workers",
+             "timeout": "timeout", "watch": "watch", "code_lens": "codeLens", "inlay_hints": "inlayHints",
+             "log_level": "logLevel"}
+    fields = {f.name for f in dataclasses.fields(ServerOptions)} - {"given"}
+    assert fields == set(names), "a new server option needs a setting (and a name here)"
+    defaults = ServerOptions()
+    for field, key in names.items():
+        assert f"fxscope.{key}" in SETTINGS, key
+        if getattr(defaults, field) is not None and field not in ("trace_on",):
+            assert SETTINGS[f"fxscope.{key}"]["default"] == getattr(defaults, field), key
+    assert SETTINGS["fxscope.logLevel"]["enum"] == ["error", "warning", "info", "debug"]
+
+
+def test_package_ships_icon_and_license() -> None:
+    assert MANIFEST["icon"] == "images/icon.png"
+    icon = (VSCODE / MANIFEST["icon"]).read_bytes()
+    assert icon[:8] == b"\x89PNG\r\n\x1a\n" and icon[16:24] == (128).to_bytes(4, "big") * 2
+    license_text = (VSCODE / "LICENSE").read_text()
+    assert "Apache License" in license_text and "Version 2.0" in license_text
+    assert MANIFEST["license"] == "Apache-2.0"
+    assert "--skip-license" not in MANIFEST["scripts"]["package"]
+    ignore = (VSCODE / ".vscodeignore").read_text().split()
+    assert "!LICENSE" in ignore and "!images/icon.png" in ignore
 
 
 def test_readme_vscode_section_matches_the_extension() -> None:

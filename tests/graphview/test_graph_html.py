@@ -264,3 +264,27 @@ def test_check_html_report_has_every_target(ws: Path, tmp_path: Path) -> None:
     linked = parse(dump_dom(CHROMIUM, f"{page.as_uri()}#target-{chain_index}"))
     chain = linked.find_all("details", id=f"target-{chain_index}")[0]
     assert {g.attrs["data-scope"] for g in chain.find_all("g", cls="fxg-node")} >= {"lin"}
+
+
+def test_canvas_follows_resizes_and_findings_fold(ws: Path) -> None:
+    """In a real browser: a drawing dragged out of the canvas comes back when the window is
+    resized (never an empty canvas), and the findings column folds and unfolds."""
+    import shutil
+    import subprocess
+
+    vscode = REPO / "clients" / "vscode"
+    if shutil.which("node") is None or not (vscode / "node_modules" / "playwright-core").exists():
+        pytest.skip("Node or clients/vscode/node_modules missing (run `make vscode`)")
+    page = _graph_html(ws, "models.py::Net")
+    proc = subprocess.run(["node", str(vscode / "test" / "e2e" / "graphPage.mjs")], capture_output=True, text=True,
+                          timeout=180, env={**__import__("os").environ, "FXSCOPE_CHROMIUM": CHROMIUM or "",
+                                            "FXSCOPE_PAGE": str(page)})
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert not result["errors"], result
+    wide, dragged, narrow, toggled = result["wide"], result["dragged"], result["narrow"], result["toggled"]
+    assert wide["nodes"] > 0 and wide["inside"] > 0 and wide["sideShown"], result  # a wide page shows findings
+    assert dragged["inside"] < wide["inside"], result  # the drag moved nodes out of the canvas
+    assert narrow["canvas"]["width"] < wide["canvas"]["width"] and narrow["inside"] > 0, result
+    assert toggled["sideShown"] != narrow["sideShown"], result
+    assert toggled["button"].startswith("Findings" if not toggled["sideShown"] else "Hide findings"), result

@@ -14,7 +14,7 @@ import { mount, type GraphView, type MountOptions } from "./render";
 import type { GraphDocument } from "./types";
 
 export { mount };
-export { buildModel, visibleGraph, defaultCollapsed, COLLAPSE_THRESHOLD } from "./model";
+export { buildModel, visibleGraph, defaultCollapsed, graphAnalyses, withAnalysis, COLLAPSE_THRESHOLD } from "./model";
 export type { GraphDocument, GraphView, MountOptions };
 
 interface PageData {
@@ -71,17 +71,25 @@ function bootWebview(data: PageData): GraphView | null {
   const host = document.getElementById("fxscope-graph");
   if (!host) return null;
   let view: GraphView | null = null;
+  let cursor: { file: string; line: number } | null = null;
+  // A new document for the same target (its result arrived, or changed) keeps the reader's
+  // choices: the analysis shown, the findings column, the highlighted line.
   const draw = (doc: GraphDocument): void => {
+    const keep = view && view.model.doc.target === doc.target ? { analysis: view.analysis, sideOpen: view.sideOpen } : {};
     view?.dispose();
     view = mount(host, doc, {
       collapseThreshold: data.collapseThreshold,
       onReveal: (file, line) => vscode.postMessage({ type: "reveal", file, line }),
+      ...keep,
     });
+    if (cursor) view.highlightLine(cursor.file, cursor.line);
+    document.body.dataset.fxscopeStatus = doc.status;
   };
   if (data.documents[0]) draw(data.documents[0]);
   window.addEventListener("message", (ev: MessageEvent) => {
     const msg = ev.data as { type?: string; file?: string; line?: number; document?: GraphDocument };
     if (msg.type === "cursor" && msg.file && msg.line && view) {
+      cursor = { file: msg.file, line: msg.line };
       const count = view.highlightLine(msg.file, msg.line);
       vscode.postMessage({ type: "highlighted", file: msg.file, line: msg.line, count });
     } else if (msg.type === "graph" && msg.document) draw(msg.document);

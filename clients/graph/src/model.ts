@@ -105,6 +105,20 @@ export function normalizeDocument(raw: GraphDocument): GraphDocument {
   return { ...raw, version: 1, module: raw.module ?? null, graphs, modules: raw.modules ?? [], findings: raw.findings ?? [] };
 }
 
+/** The analyses a document has graphs of: "compile" (graphs torch.compile captured) first, then
+ * "fx" (fxscope's own FX graph); empty for a document without graphs. */
+export function graphAnalyses(raw: GraphDocument): string[] {
+  const kinds = new Set((raw.graphs ?? []).map((g) => g.analysis ?? "fx"));
+  return ["compile", "fx", ...[...kinds].filter((k) => k !== "compile" && k !== "fx").sort()].filter((k) => kinds.has(k));
+}
+
+/** ``raw`` with only the graphs of ``analysis`` (the document itself when it has no such graph). */
+export function withAnalysis(raw: GraphDocument, analysis: string | undefined): GraphDocument {
+  if (!analysis) return raw;
+  const graphs = (raw.graphs ?? []).filter((g) => (g.analysis ?? "fx") === analysis);
+  return graphs.length ? { ...raw, graphs } : raw;
+}
+
 /** The title and note of the region of the ``index``-th of ``count`` graphs torch.compile captured. */
 export function compiledRegion(index: number, count: number, ends?: { reason: string; file: string; line: number }): Pick<BoxInfo, "label" | "note" | "compiled"> {
   const note = ends ? `graph break at ${ends.file}:${ends.line}: ${ends.reason}` : "last graph: no break after it";

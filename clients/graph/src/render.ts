@@ -9,7 +9,7 @@
 import dagre from "@dagrejs/dagre";
 
 import {
-  buildModel, defaultCollapsed, nodesAtLine, shortType, shownAs, visibleGraph,
+  buildModel, defaultCollapsed, graphAnalyses, nodesAtLine, shortType, shownAs, visibleGraph, withAnalysis,
   type BoxInfo, type GraphModel, type NodeInfo,
 } from "./model";
 import type { Finding, GraphDocument } from "./types";
@@ -26,10 +26,27 @@ export interface MountOptions {
   onReveal?: (file: string, line: number) => void;
   /** Graphs with more nodes start collapsed (default 250). */
   collapseThreshold?: number;
+  /** Which graphs to draw when the document has several kinds ("compile" or "fx"; default: the
+   * graphs torch.compile captured where the target has them). */
+  analysis?: string;
+  /** Whether the findings column is shown (default: when the container is at least
+   * {@link SIDE_MIN_WIDTH} pixels wide, so that the canvas keeps the space at a narrow split). */
+  sideOpen?: boolean;
 }
+
+/** Below this container width the findings column starts collapsed. */
+export const SIDE_MIN_WIDTH = 760;
+
+const ANALYSIS_LABELS: Record<string, string> = { compile: "torch.compile graphs", fx: "FX graph" };
 
 export interface GraphView {
   readonly model: GraphModel;
+  /** The analysis whose graphs are drawn ("fx" or "compile"). */
+  readonly analysis: string;
+  /** Whether the findings column is shown. */
+  readonly sideOpen: boolean;
+  /** Show or hide the findings column. */
+  setSide(open: boolean): void;
   /** Highlight the nodes of a source line; returns how many nodes that line produced. */
   highlightLine(file: string, line: number): number;
   expandAll(): void;
@@ -96,9 +113,39 @@ function boxTooltip(b: BoxInfo): string {
     b.findings ? `${b.findings} finding(s) in this module` : "", "click to collapse or expand"].filter(Boolean).join("\n");
 }
 
-/** Draw ``doc`` into ``container`` (emptied first). */
+/**
+ * Draw ``raw`` into ``container`` (emptied first). A document with graphs of several analyses
+ * gets a switch between them (the view returned follows the switch).
+ */
 export function mount(container: HTMLElement, raw: GraphDocument, options: MountOptions = {}): GraphView {
-  const model = buildModel(raw);
+  const kinds = graphAnalyses(raw);
+  let current: GraphView;
+  const open = (analysis: string | undefined, sideOpen: boolean | undefined): GraphView =>
+    mountAnalysis(container, raw, { ...options, analysis, sideOpen }, kinds, (next) => {
+      const highlighted = lastHighlight;
+      current.dispose();
+      current = open(next, current.sideOpen);
+      if (highlighted) current.highlightLine(highlighted.file, highlighted.line);
+    });
+  let lastHighlight: { file: string; line: number } | null = null;
+  current = open(options.analysis && kinds.includes(options.analysis) ? options.analysis : kinds[0], options.sideOpen);
+  return {
+    get model() { return current.model; },
+    get analysis() { return current.analysis; },
+    get sideOpen() { return current.sideOpen; },
+    setSide: (o) => current.setSide(o),
+    highlightLine: (file, line) => { lastHighlight = { file, line }; return current.highlightLine(file, line); },
+    expandAll: () => current.expandAll(),
+    collapseAll: () => current.collapseAll(),
+    toggle: (id) => current.toggle(id),
+    dispose: () => current.dispose(),
+  };
+}
+
+function mountAnalysis(container: HTMLElement, raw: GraphDocument, options: MountOptions, kinds: string[],
+  switchTo: (analysis: string) => void): GraphView {
+  const analysis = options.analysis ?? "fx";
+  const model = buildModel(withAnalysis(raw, options.analysis));
   const doc = model.doc;
   let collapsed = defaultCollapsed(model, options.collapseThreshold);
   let highlighted: { file: string; line: number } | null = null;
@@ -109,13 +156,38 @@ export function mount(container: HTMLElement, raw: GraphDocument, options: Mount
   const title = html("span", "fxg-title", toolbar, `${doc.target}${doc.module ? ` \u203a ${doc.module}` : ""}`);
   title.title = doc.target;
   html("span", `fxg-status fxg-status-${doc.status}`, toolbar, doc.status);
+  if (kinds.length > 1) {
+    const group = html("span", "fxg-analyses", toolbar);
+    for (const kind of kinds) {
+      const b = html("button", `fxg-btn fxg-analysis${kind === analysis ? " fxg-active" : ""}`, group, ANALYSIS_LABELS[kind] ?? kind);
+      b.dataset.analysis = kind;
+      b.setAttribute("aria-pressed", String(kind === analysis));
+      if (kind !== analysis) b.addEventListener("click", () => switchTo(kind));
+    }
+  }
   const counts = html("span", "fxg-counts", toolbar);
   const expandBtn = html("button", "fxg-btn", toolbar, "Expand all");
   const collapseBtn = html("button", "fxg-btn", toolbar, "Collapse all");
   const fitBtn = html("button", "fxg-btn", toolbar, "Fit");
+  const sideBtn = html("button", "fxg-btn fxg-side-toggle", toolbar);
   const body = html("div", "fxg-body", container);
   const canvas = html("div", "fxg-canvas", body);
   const side = html("div", "fxg-side", body);
+  let sideOpen = options.sideOpen ?? (container.clientWidth === 0 || container.clientWidth >= SIDE_MIN_WIDTH);
+  const showSide = (open: boolean): void => {
+    sideOpen = open;
+    body.classList.toggle("fxg-side-hidden", !open);
+    const n = doc.findings.length;
+    sideBtn.textContent = `${open ? "Hide findings" : "Findings"}${n ? ` (${n})` : ""}`;
+    sideBtn.setAttribute("aria-expanded", String(open));
+    sideBtn.title = open ? "Give the canvas the whole width" : "Show the findings column";
+  };
+  showSide(sideOpen);
+  if (model.total === 0) {
+    const note = doc.status === "pending" ? "Waiting for this target's trace: the graph appears when its result arrives."
+      : `No graph (${doc.status}).${doc.findings.length ? " The findings say why." : ""}`;
+    html("div", "fxg-empty", canvas, note);
+  }
   const svg = el("svg", { class: "fxg-svg", role: "img", "aria-label": `FX graph of ${doc.target}` }, canvas);
   const defs = el("defs", {}, svg);
   const marker = el("marker", { id: "fxg-arrow", viewBox: "0 0 10 10", refX: 10, refY: 5, markerWidth: 7, markerHeight: 7, orient: "auto-start-reverse" }, defs);
@@ -282,6 +354,7 @@ export function mount(container: HTMLElement, raw: GraphDocument, options: Mount
     if (!drag) return;
     tx = drag.tx + ev.clientX - drag.x;
     ty = drag.ty + ev.clientY - drag.y;
+    moved = true;
     applyTransform();
   };
   const onUp = (): void => { drag = null; };
@@ -295,8 +368,24 @@ export function mount(container: HTMLElement, raw: GraphDocument, options: Mount
     tx = px - ((px - tx) * next) / scale;
     ty = py - ((py - ty) * next) / scale;
     scale = next;
+    moved = true;
     applyTransform();
   };
+  // The canvas follows the panel's size: re-fit while the user has not moved the drawing, else
+  // bring it back when a resize left it outside the canvas (never an empty canvas).
+  let moved = false;
+  const onResize = (): void => {
+    const w = canvas.clientWidth;
+    const h = canvas.clientHeight;
+    if (!w || !h) return; // hidden: fitted again when shown
+    const outside = tx > w - 20 || ty > h - 20 || tx + size.width * scale < 20 || ty + size.height * scale < 20;
+    if (!moved || outside) {
+      moved = false;
+      fit();
+    }
+  };
+  const resizeObserver = typeof ResizeObserver === "function" ? new ResizeObserver(onResize) : null;
+  resizeObserver?.observe(canvas);
   svg.addEventListener("mousedown", onDown);
   window.addEventListener("mousemove", onMove);
   window.addEventListener("mouseup", onUp);
@@ -304,6 +393,9 @@ export function mount(container: HTMLElement, raw: GraphDocument, options: Mount
 
   const view: GraphView = {
     model,
+    analysis,
+    get sideOpen() { return sideOpen; },
+    setSide(open) { showSide(open); },
     highlightLine(file, line) {
       highlighted = { file, line };
       return applyHighlight(file, line);
@@ -319,6 +411,7 @@ export function mount(container: HTMLElement, raw: GraphDocument, options: Mount
       applyTransform();
     },
     dispose() {
+      resizeObserver?.disconnect();
       window.removeEventListener("mousemove", onMove);
       window.removeEventListener("mouseup", onUp);
       container.replaceChildren();
@@ -326,7 +419,8 @@ export function mount(container: HTMLElement, raw: GraphDocument, options: Mount
   };
   expandBtn.addEventListener("click", () => view.expandAll());
   collapseBtn.addEventListener("click", () => view.collapseAll());
-  fitBtn.addEventListener("click", () => fit(false));
+  fitBtn.addEventListener("click", () => { moved = false; fit(false); });
+  sideBtn.addEventListener("click", () => showSide(!sideOpen));
 
   renderFindings();
   draw();

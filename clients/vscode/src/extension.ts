@@ -3,7 +3,8 @@
  * trusted workspace, shows its state in the status bar, and draws FX graphs in a webview.
  */
 
-import { spawn } from "node:child_process";
+import { spawn, type ChildProcess } from "node:child_process";
+import { existsSync } from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import * as vscode from "vscode";
@@ -13,28 +14,39 @@ import {
 } from "vscode-languageclient/node";
 
 import { GraphPanel, type ShowGraphResult } from "./graphPanel";
-import { chooseInterpreter, missingMessage, probeArgs, sameInterpreter, serverCommand, type InterpreterChoice } from "./interpreter";
-import { activeInterpreter, onInterpreterChange } from "./python";
+import {
+  candidateInterpreters, chooseInterpreter, missingMessage, probeArgs, probeVerdict, sameInterpreter, serverCommand,
+  type InterpreterChoice, type ProbeVerdict,
+} from "./interpreter";
+import { activeInterpreter, hasPythonExtension, onInterpreterChange } from "./python";
 import { needsNotify, needsRestart, readSettings, serverOptions, type FxscopeSettings } from "./settings";
-import { parseProgress, statusText, type ServerState } from "./statusText";
+import { parseProgress, parseStatus, statusText, type Counts, type FolderStatus, type ServerState } from "./statusText";
 import { classAtLine, graphArguments, targetId } from "./targets";
+import { writtenFiles, writtenMessage } from "./written";
 
 /** Commands the server executes (`workspace/executeCommand`). */
 const SERVER_COMMANDS = ["fxscope.showGraph", "fxscope.retrace", "fxscope.clearCache"] as const;
+const SELECT = "Select Interpreter";
+const COPY = "Copy Install Command";
 
 class Extension implements vscode.Disposable {
   private client: LanguageClient | undefined;
+  private process: ChildProcess | undefined;
+  private stopping = new WeakSet<ChildProcess>();
   private choice: InterpreterChoice | undefined;
   private readonly output = vscode.window.createOutputChannel("fxscope");
   private readonly status = vscode.window.createStatusBarItem("fxscope.status", vscode.StatusBarAlignment.Left, 50);
   private readonly disposables: vscode.Disposable[] = [];
   private fallbacks = new Map<string, vscode.Disposable>();
   private restarting: Promise<void> = Promise.resolve();
-  private tracing = false;
+  private state: ServerState = { kind: "stopped" };
+  /** A run ended since the server started: counts are claims from then on. */
+  private ran = false;
+  private tracing: { done: number; total: number } | null = null;
+  private folders: FolderStatus[] = [];
 
   constructor(private readonly context: vscode.ExtensionContext) {
     this.status.name = "fxscope";
-    this.status.command = "fxscope.showOutput";
     this.status.show();
     this.disposables.push(this.output, this.status);
   }
@@ -46,10 +58,13 @@ class Extension implements vscode.Disposable {
   }
 
   setState(state: ServerState): void {
+    this.state = state;
     const s = statusText(state);
     this.status.text = s.text;
-    this.status.tooltip = s.tooltip;
-    this.status.backgroundColor = s.error ? new vscode.ThemeColor("statusBarItem.errorBackground") : undefined;
+    const tooltip = new vscode.MarkdownString(s.tooltip, true);
+    this.status.tooltip = tooltip;
+    this.status.command = s.command;
+    this.status.backgroundColor = s.warning ? new vscode.ThemeColor("statusBarItem.warningBackground") : undefined;
   }
 
   log(line: string): void {
@@ -60,6 +75,8 @@ class Extension implements vscode.Disposable {
     this.disposables.push(
       vscode.commands.registerCommand("fxscope.restartServer", () => this.restart("restart requested")),
       vscode.commands.registerCommand("fxscope.showOutput", () => this.output.show(true)),
+      vscode.commands.registerCommand("fxscope.selectInterpreter", () => this.selectInterpreter(false)),
+      vscode.commands.registerCommand("fxscope.filesWritten", (title: string, uris: string[]) => this.filesWritten(title, uris)),
       vscode.workspace.onDidChangeConfiguration((e) => {
         if (needsRestart((k) => e.affectsConfiguration(k))) void this.restart("settings changed");
         else if (needsNotify((k) => e.affectsConfiguration(k)) && this.client?.state === State.Running) {
@@ -69,7 +86,15 @@ class Extension implements vscode.Disposable {
       }),
       vscode.workspace.onDidGrantWorkspaceTrust(() => void this.restart("workspace trusted")),
       vscode.workspace.onDidChangeWorkspaceFolders(() => void this.restart("workspace folders changed")),
-      vscode.languages.onDidChangeDiagnostics(() => this.updateIdle()),
+      vscode.languages.onDidChangeDiagnostics((e) => {
+        this.updateCounts();
+        const panel = GraphPanel.open;
+        if (panel && e.uris.some((u) => panel.shows(u))) panel.refreshSoon();
+      }),
+      vscode.workspace.onDidChangeTextDocument((e) => {
+        const panel = GraphPanel.open;
+        if (panel && e.contentChanges.length && e.document.languageId === "python") panel.refreshSoon(1500);
+      }),
     );
     for (const command of SERVER_COMMANDS) this.addFallback(command);
     const sub = await onInterpreterChange(() => void this.restart("Python interpreter changed", true));
@@ -81,7 +106,8 @@ class Extension implements vscode.Disposable {
   private addFallback(command: string): void {
     if (this.fallbacks.has(command)) return;
     this.fallbacks.set(command, vscode.commands.registerCommand(command, () => {
-      void vscode.window.showWarningMessage(`fxscope: the server is not running (${this.status.tooltip ?? "see the output"}).`);
+      const why = this.status.tooltip instanceof vscode.MarkdownString ? this.status.tooltip.value : "see the output";
+      void vscode.window.showWarningMessage(`fxscope: the server is not running (${why}).`);
     }));
   }
 
@@ -131,31 +157,47 @@ class Extension implements vscode.Disposable {
     const shown = choice.command.join(" ");
     this.setState({ kind: "starting", interpreter: shown });
     this.log(`interpreter: ${shown} (from ${choice.source})`);
-    const probe = await runProbe(choice);
-    if (probe === "missing") {
-      const { message, install } = missingMessage(choice);
+    const verdict = await runProbe(choice);
+    if (verdict.kind === "no-fxscope" || verdict.kind === "no-torch" || verdict.kind === "old-torch") {
+      const { message, install, status } = missingMessage(choice, verdict);
       this.log(message);
-      this.setState({ kind: "missing", interpreter: shown });
-      void vscode.window.showErrorMessage(message, "Copy Install Command", "Open Settings").then((pick) => {
-        if (pick === "Copy Install Command") void vscode.env.clipboard.writeText(install);
-        else if (pick === "Open Settings") void vscode.commands.executeCommand("workbench.action.openSettings", "fxscope.interpreter");
+      this.setState({ kind: "missing", interpreter: shown, what: status });
+      void vscode.window.showErrorMessage(message, SELECT, COPY).then((pick) => {
+        if (pick === COPY) {
+          void vscode.env.clipboard.writeText(install);
+          vscode.window.setStatusBarMessage(`fxscope: copied \`${install}\``, 5000);
+        } else if (pick === SELECT) void this.selectInterpreter(choice.source === "python-extension");
       });
       return;
     }
-    if (probe !== "ok") {
-      this.log(`cannot run ${shown}: ${probe}`);
+    if (verdict.kind === "error") {
+      this.log(`cannot run ${shown}: ${verdict.message}`);
       this.setState({ kind: "failed", message: `cannot run ${shown}` });
-      void vscode.window.showErrorMessage(`fxscope: cannot run the Python interpreter ${shown}: ${probe}. Set fxscope.interpreter.`, "Open Settings")
-        .then((pick) => { if (pick) void vscode.commands.executeCommand("workbench.action.openSettings", "fxscope.interpreter"); });
+      void vscode.window.showErrorMessage(`fxscope: cannot run the Python interpreter ${shown}: ${verdict.message}.`, SELECT)
+        .then((pick) => { if (pick) void this.selectInterpreter(); });
       return;
     }
+    this.log(`torch ${verdict.torch}`);
     await this.start(choice, settings);
   }
 
-  private async start(choice: InterpreterChoice, settings: FxscopeSettings): Promise<void> {
+  /** Spawn the server ourselves, so that its exit is logged for what it is: a requested stop
+   * or a normal end is information, only an unexpected exit is an error. */
+  private spawnServer(choice: InterpreterChoice, cwd: string): ChildProcess {
     const { command, args } = serverCommand(choice);
+    const child = spawn(command, args, { cwd, env: { ...process.env, PYTHONUNBUFFERED: "1" }, stdio: ["pipe", "pipe", "pipe"] });
+    this.process = child;
+    child.on("exit", (code, signal) => {
+      const requested = this.stopping.has(child);
+      if (requested || code === 0) this.log(`the server stopped${requested ? "" : " (exit 0)"}`);
+      else this.log(`error: the server exited unexpectedly (${signal ? `signal ${signal}` : `exit code ${code}`}); see the lines above`);
+    });
+    return child;
+  }
+
+  private async start(choice: InterpreterChoice, settings: FxscopeSettings): Promise<void> {
     const folder = vscode.workspace.workspaceFolders![0];
-    const server: LspServerOptions = { command, args, options: { cwd: folder.uri.fsPath, env: { ...process.env, PYTHONUNBUFFERED: "1" } } };
+    const server: LspServerOptions = () => Promise.resolve(this.spawnServer(choice, folder.uri.fsPath));
     const clientOptions: LanguageClientOptions = {
       // Python files, and the Python cells of Jupyter notebooks (the server declares
       // notebookDocumentSync for them, so cells are synced as part of their notebook).
@@ -168,8 +210,15 @@ class Extension implements vscode.Disposable {
       initializationOptions: serverOptions(settings),
       middleware: {
         executeCommand: async (cmd, cmdArgs, next) => {
-          if (cmd !== "fxscope.showGraph") return next(cmd, cmdArgs);
-          return this.showGraph(cmdArgs, (a) => next(cmd, a));
+          if (cmd === "fxscope.showGraph") return this.showGraph(cmdArgs, (a) => next(cmd, a));
+          const result: unknown = await next(cmd, cmdArgs);
+          if (cmd === "fxscope.retrace") this.retraced(result);
+          else if (cmd === "fxscope.clearCache") this.cleared(result);
+          return result;
+        },
+        provideCodeActions: async (document, range, context, token, next) => {
+          const actions = await next(document, range, context, token);
+          return actions?.map((a) => (a instanceof vscode.CodeAction ? announceWrites(a, document.uri) : a));
         },
         workspace: {
           configuration: async (params, token, next) => {
@@ -183,6 +232,9 @@ class Extension implements vscode.Disposable {
     };
     const client = new LanguageClient("fxscope", "fxscope", server, clientOptions);
     this.client = client;
+    this.ran = false;
+    this.tracing = null;
+    this.folders = [];
     client.onDidChangeState((e) => {
       if (e.newState === State.Stopped && this.client === client) {
         this.setState({ kind: "stopped" });
@@ -193,7 +245,7 @@ class Extension implements vscode.Disposable {
     try {
       await client.start();
     } catch (e) {
-      this.log(`the server did not start: ${String(e)}`);
+      this.log(`error: the server did not start: ${String(e)}`);
       this.setState({ kind: "failed", message: String(e) });
       for (const c of SERVER_COMMANDS) this.addFallback(c);
       return;
@@ -202,11 +254,12 @@ class Extension implements vscode.Disposable {
     const offered = new Set(client.initializeResult?.capabilities.executeCommandProvider?.commands ?? []);
     for (const c of SERVER_COMMANDS) if (!offered.has(c)) this.addFallback(c);
     this.trackProgress(client);
-    this.updateIdle();
-    this.log(`server running (pid via ${command} ${args.join(" ")})`);
+    this.updateCounts();
+    void this.refreshStatus();
+    this.log(`server running (pid ${this.process?.pid ?? "?"}: ${serverCommand(choice).command} ${serverCommand(choice).args.join(" ")})`);
   }
 
-  /** Show "tracing n/N" from the server's work-done progress, and VS Code's own progress too. */
+  /** Track the server's work-done progress: the running indicator, and VS Code's own progress. */
   private trackProgress(client: LanguageClient): void {
     client.onRequest(WorkDoneProgressCreateRequest.type, ({ token }) => {
       let resolveDone: () => void = () => undefined;
@@ -217,36 +270,131 @@ class Extension implements vscode.Disposable {
         if (value.kind === "end") {
           resolveDone();
           sub.dispose();
-          this.tracing = false;
-          this.updateIdle();
+          this.tracing = null;
+          this.ran = true;
+          this.updateCounts();
+          void this.refreshStatus();
+          GraphPanel.open?.refreshSoon();
           return;
         }
         const n = parseProgress(value.message ?? (value.kind === "begin" ? value.title : undefined), value.percentage);
-        if (n) {
-          this.tracing = n.done < n.total;
-          this.setState({ kind: "tracing", ...n });
-          if (!this.tracing) this.updateIdle();
-        }
+        this.tracing = n ?? this.tracing ?? { done: 0, total: 0 };
+        this.updateCounts();
         reporter?.report({ message: value.message });
       });
       return null;
     });
   }
 
-  private updateIdle(): void {
-    if (this.client?.state !== State.Running || this.tracing) return;
-    let errors = 0;
-    let warnings = 0;
-    let others = 0;
+  /** The server's own view of each folder (worker, torch, sandbox, configuration errors). */
+  private async refreshStatus(): Promise<void> {
+    const client = this.client;
+    if (client?.state !== State.Running) return;
+    try {
+      this.folders = parseStatus(await client.sendRequest("workspace/executeCommand", { command: "fxscope.status", arguments: [] }));
+    } catch (e) {
+      this.log(`fxscope.status failed: ${String(e)}`);
+    }
+    if (this.client === client) this.updateCounts();
+  }
+
+  private updateCounts(): void {
+    if (this.client?.state !== State.Running) return;
+    const counts: Counts = { errors: 0, warnings: 0, others: 0 };
     for (const [, diags] of vscode.languages.getDiagnostics()) {
       for (const d of diags) {
         if (d.source !== "fxscope") continue;
-        if (d.severity === vscode.DiagnosticSeverity.Error) errors++;
-        else if (d.severity === vscode.DiagnosticSeverity.Warning) warnings++;
-        else others++;
+        if (d.severity === vscode.DiagnosticSeverity.Error) counts.errors++;
+        else if (d.severity === vscode.DiagnosticSeverity.Warning) counts.warnings++;
+        else counts.others++;
       }
     }
-    this.setState({ kind: "idle", errors, warnings, others });
+    const any = counts.errors + counts.warnings + counts.others > 0;
+    this.setState({
+      kind: "running", interpreter: this.choice?.command.join(" ") ?? "", tracing: this.tracing,
+      counts: this.ran || any ? counts : null, folders: this.folders,
+    });
+  }
+
+  private folderNames(result: unknown, key: string): string {
+    const uris = (result as Record<string, unknown> | null)?.[key];
+    const names = Array.isArray(uris) ? uris.filter((u): u is string => typeof u === "string").map((u) => path.basename(vscode.Uri.parse(u).fsPath)) : [];
+    return names.length ? names.join(", ") : "the workspace";
+  }
+
+  private retraced(result: unknown): void {
+    const where = this.folderNames(result, "retracing");
+    this.log(`re-trace requested: ${where}`);
+    vscode.window.setStatusBarMessage(`$(sync~spin) fxscope: re-tracing ${where}`, 5000);
+  }
+
+  private cleared(result: unknown): void {
+    const where = this.folderNames(result, "cleared");
+    this.log(`cache cleared: ${where}`);
+    void vscode.window.showInformationMessage(`fxscope: cleared the result cache of ${where}. The results shown stay until their targets are traced again.`,
+      "Re-trace Now").then((pick) => { if (pick) void vscode.commands.executeCommand("fxscope.retrace"); });
+  }
+
+  /** After a code action that wrote files other than the edited one: say which, and offer to open them. */
+  private async filesWritten(title: string, uris: string[]): Promise<void> {
+    const folder = vscode.workspace.workspaceFolders?.[0]?.uri.fsPath;
+    const files = uris.map((u) => vscode.Uri.parse(u));
+    const message = writtenMessage(title, files.map((f) => (folder ? path.relative(folder, f.fsPath) : f.fsPath)));
+    this.log(message);
+    const buttons = files.length === 1 ? ["Open"] : files.map((f) => `Open ${path.basename(f.fsPath)}`);
+    const pick = await vscode.window.showInformationMessage(message, ...buttons);
+    const index = pick === "Open" ? 0 : pick ? buttons.indexOf(pick) : -1;
+    if (index >= 0) await vscode.window.showTextDocument(files[index], { preview: false });
+  }
+
+  /** "fxscope: Select Interpreter": the Python extension's picker when it is installed (and
+   * fxscope follows it), the workspace's virtual environments, or a path of the user's choice. */
+  private async selectInterpreter(pythonPicker = false): Promise<void> {
+    if (pythonPicker && hasPythonExtension()) {
+      // fxscope follows the Python extension's choice: its own picker is the one to use.
+      await vscode.commands.executeCommand("python.setInterpreter");
+      return;
+    }
+    const folder = vscode.workspace.workspaceFolders?.[0];
+    const current = this.choice?.command.join(" ");
+    type Item = vscode.QuickPickItem & { run: () => Promise<string[] | null | undefined> };
+    const items: Item[] = [];
+    if (hasPythonExtension()) {
+      items.push({
+        label: "$(python) Use the Python extension's interpreter…", detail: "Pick it in the Python extension; fxscope follows that choice.",
+        run: async () => {
+          await vscode.commands.executeCommand("python.setInterpreter");
+          return null; // null: clear fxscope.interpreter
+        },
+      });
+    }
+    for (const p of candidateInterpreters(folder?.uri.fsPath, process.env, existsSync, process.platform)) {
+      items.push({ label: p, description: p === current ? "current" : undefined, run: async () => [p] });
+    }
+    items.push({
+      label: "$(edit) Enter interpreter path…",
+      run: async () => {
+        const typed = await vscode.window.showInputBox({ prompt: "Python interpreter with fxscope and torch", value: current ?? "", ignoreFocusOut: true });
+        return typed?.trim() ? [typed.trim()] : undefined;
+      },
+    });
+    items.push({
+      label: "$(folder-opened) Browse…",
+      run: async () => {
+        const picked = await vscode.window.showOpenDialog({ canSelectMany: false, openLabel: "Select Interpreter", defaultUri: folder?.uri });
+        return picked?.[0] ? [picked[0].fsPath] : undefined;
+      },
+    });
+    const pick = await vscode.window.showQuickPick(items, { title: "fxscope: Select Interpreter", placeHolder: current ? `Current: ${current}` : undefined });
+    if (!pick) return;
+    const value = await pick.run();
+    if (value === undefined) return;
+    const target = folder ? vscode.ConfigurationTarget.Workspace : vscode.ConfigurationTarget.Global;
+    await vscode.workspace.getConfiguration("fxscope", folder?.uri).update("interpreter", value ?? undefined, target);
+    this.log(value ? `interpreter set to ${value.join(" ")}` : "interpreter: following the Python extension");
+    // A changed setting (or the Python extension's choice) restarts the server by itself; picking
+    // the interpreter in use again checks it again (e.g. after installing torch there).
+    if (value !== null && sameInterpreter({ command: value, source: "setting" }, this.choice)) void this.restart("interpreter selected");
   }
 
   /** `fxscope.showGraph [target [module]]`: ask the server, then draw the answer. */
@@ -270,18 +418,30 @@ class Extension implements vscode.Disposable {
       void vscode.window.showWarningMessage(`fxscope: no graph for ${parsed.target}`);
       return result;
     }
-    GraphPanel.show(this.context.extensionUri, result, folder?.uri, this.output);
+    const request = (target: string, module: string | null): Promise<ShowGraphResult | null | undefined> =>
+      send(module === null ? [target] : [target, module]) as Promise<ShowGraphResult | null | undefined>;
+    GraphPanel.show(this.context.extensionUri, result, folder?.uri, this.output, parsed.module, request);
     return result;
   }
 
   async stop(): Promise<void> {
     const client = this.client;
+    const child = this.process;
     this.client = undefined;
+    this.process = undefined;
     if (!client) return;
+    if (child) this.stopping.add(child);
     try {
       if (client.state === State.Running || client.state === State.Starting) await client.stop(5000);
     } catch (e) {
       this.log(`stopping the server: ${String(e)}`);
+    }
+    if (child && child.exitCode === null && child.signalCode === null) {
+      // It did not exit after shutdown/exit: end it (its worker processes die with it).
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(() => { child.kill("SIGKILL"); resolve(); }, 2000);
+        child.once("exit", () => { clearTimeout(timer); resolve(); });
+      });
     }
     for (const c of SERVER_COMMANDS) this.addFallback(c);
   }
@@ -292,19 +452,29 @@ class Extension implements vscode.Disposable {
   }
 }
 
+/** ``action`` with a command after its edit that says which other files it wrote, if any. */
+function announceWrites(action: vscode.CodeAction, edited: vscode.Uri): vscode.CodeAction {
+  if (!action.edit || action.command) return action;
+  const files = writtenFiles(action.edit.entries().map(([uri]) => uri.toString()), edited.toString());
+  if (files.length) action.command = { title: "fxscope: files written", command: "fxscope.filesWritten", arguments: [action.title, files] };
+  return action;
+}
+
 function traceValue(settings: FxscopeSettings): Trace {
   return { off: Trace.Off, messages: Trace.Messages, verbose: Trace.Verbose }[settings.traceServer];
 }
 
-/** Whether the interpreter runs and can import fxscope: "ok", "missing" or an error message. */
-function runProbe(choice: InterpreterChoice): Promise<string> {
+/** Run the probe with the chosen interpreter: fxscope and a supported torch there, or what is missing. */
+function runProbe(choice: InterpreterChoice): Promise<ProbeVerdict> {
   const { command, args } = probeArgs(choice);
   return new Promise((resolve) => {
+    let stdout = "";
     let stderr = "";
-    const child = spawn(command, args, { stdio: ["ignore", "ignore", "pipe"] });
+    const child = spawn(command, args, { stdio: ["ignore", "pipe", "pipe"] });
+    child.stdout.on("data", (d: Buffer) => { stdout += d.toString(); });
     child.stderr.on("data", (d: Buffer) => { stderr += d.toString(); });
-    child.on("error", (e) => resolve(e.message));
-    child.on("close", (code) => resolve(code === 0 ? "ok" : code === 3 ? "missing" : `exit ${code}: ${stderr.trim().slice(-300)}`));
+    child.on("error", (e) => resolve({ kind: "error", message: e.message }));
+    child.on("close", (code) => resolve(probeVerdict(code, stdout, stderr)));
   });
 }
 

@@ -28,10 +28,28 @@ export function scriptJson(value: unknown): string {
   return JSON.stringify(value).replace(/</g, "\\u003c").replace(/>/g, "\\u003e").replace(/&/g, "\\u0026");
 }
 
+/** Asks the server for a target's graph again (null: it has none now, or the server is gone). */
+export type GraphRequester = (target: string, module: string | null) => Promise<ShowGraphResult | null | undefined>;
+
+/** While the shown target is still being traced, its graph is asked for again this often. */
+const PENDING_POLL_MS = 1000;
+
 export class GraphPanel implements vscode.Disposable {
   private static current: GraphPanel | undefined;
   private readonly disposables: vscode.Disposable[] = [];
   private root: vscode.Uri | undefined;
+  private target: string | undefined;
+  private module: string | null = null;
+  private shown = "";
+  private status = "";
+  private timer: ReturnType<typeof setTimeout> | undefined;
+  private requesting = false;
+  private request: GraphRequester | undefined;
+
+  /** The open panel, if any. */
+  static get open(): GraphPanel | undefined {
+    return GraphPanel.current;
+  }
 
   private constructor(private readonly panel: vscode.WebviewPanel, private readonly extensionUri: vscode.Uri,
     private readonly log: vscode.OutputChannel) {
@@ -44,8 +62,9 @@ export class GraphPanel implements vscode.Disposable {
     vscode.window.onDidChangeActiveTextEditor((e) => this.sendCursor(e), null, this.disposables);
   }
 
-  /** Show ``result`` in the (single) graph panel. */
-  static show(extensionUri: vscode.Uri, result: ShowGraphResult, root: vscode.Uri | undefined, log: vscode.OutputChannel): GraphPanel {
+  /** Show ``result`` in the (single) graph panel; ``request`` asks for it again when it may have changed. */
+  static show(extensionUri: vscode.Uri, result: ShowGraphResult, root: vscode.Uri | undefined, log: vscode.OutputChannel,
+    module: string | null = null, request?: GraphRequester): GraphPanel {
     const title = `FX Graph: ${result.graph?.target ?? "?"}`;
     if (!GraphPanel.current) {
       const panel = vscode.window.createWebviewPanel("fxscope.graph", title, { viewColumn: vscode.ViewColumn.Beside, preserveFocus: true }, {
@@ -59,8 +78,56 @@ export class GraphPanel implements vscode.Disposable {
     current.panel.title = title;
     current.root = result.graph?.root ? vscode.Uri.file(result.graph.root) : result.folder ? vscode.Uri.parse(result.folder) : root;
     current.panel.webview.html = current.html(result);
+    current.target = result.graph?.target;
+    current.module = module;
+    current.request = request;
+    current.remember(result);
     current.panel.reveal(vscode.ViewColumn.Beside, true);
     return current;
+  }
+
+  private remember(result: ShowGraphResult): void {
+    this.shown = JSON.stringify(result.graph ?? null);
+    this.status = String((result.graph as { status?: unknown } | undefined)?.status ?? "");
+    if (this.status === "pending") this.refreshSoon(PENDING_POLL_MS);
+  }
+
+  /** The file (root-relative, posix) of the shown target: "m.py" for "m.py::Net". */
+  get targetFile(): string | undefined {
+    return this.target?.split("::")[0];
+  }
+
+  /** Whether ``uri`` is the shown target's file. */
+  shows(uri: vscode.Uri): boolean {
+    const file = this.targetFile;
+    return !!file && this.relative(uri) === file;
+  }
+
+  /** Ask the server for the shown graph again after ``delayMs`` (coalesced) and redraw it when it changed:
+   * a graph opened while its target traces fills in when the result arrives, and follows edits. */
+  refreshSoon(delayMs = 300): void {
+    if (!this.request || !this.target) return;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = setTimeout(() => { this.timer = undefined; void this.refresh(); }, delayMs);
+  }
+
+  private async refresh(): Promise<void> {
+    const target = this.target;
+    if (!this.request || !target || this.requesting) return;
+    this.requesting = true;
+    let result: ShowGraphResult | null | undefined;
+    try {
+      result = await this.request(target, this.module);
+    } catch (e) {
+      this.log.appendLine(`fxscope: the graph of ${target} could not be updated: ${String(e)}`);
+      result = undefined; // e.g. the class is gone: keep the last drawing
+    } finally {
+      this.requesting = false;
+    }
+    if (GraphPanel.current !== this || target !== this.target || !result?.graph) return;
+    const text = JSON.stringify(result.graph);
+    if (text !== this.shown) void this.panel.webview.postMessage({ type: "graph", document: result.graph });
+    this.remember(result);
   }
 
   private html(result: ShowGraphResult): string {
@@ -112,6 +179,7 @@ export class GraphPanel implements vscode.Disposable {
   }
 
   dispose(): void {
+    if (this.timer) clearTimeout(this.timer);
     GraphPanel.current = undefined;
     for (const d of this.disposables.splice(0)) d.dispose();
     this.panel.dispose();

@@ -56,22 +56,141 @@ export function serverCommand(choice: InterpreterChoice): { command: string; arg
   return { command, args: [...rest, "-m", "fxscope", "serve"] };
 }
 
-/** The arguments that ask an interpreter whether fxscope is importable (exit 0 yes, 3 no). */
+/** The requirement on torch when the interpreter's fxscope does not name it (fxscope's pyproject.toml). */
+export const DEFAULT_TORCH_REQUIREMENT = "torch>=2.2";
+
+/**
+ * The probe, run by the chosen interpreter: whether fxscope is importable, which torch is
+ * installed (read from torch/version.py, so torch itself is not imported: the probe stays fast)
+ * and the torch requirement of that fxscope. Prints one JSON line; always exits 0.
+ */
+export const PROBE_SCRIPT = [
+  "import importlib.util, json, os, sys",
+  "out = {'fxscope': importlib.util.find_spec('fxscope') is not None, 'torch': None, 'requirement': None, 'executable': sys.executable}",
+  "try:",
+  "    from fxscope.worker.torch_env import TORCH_REQUIREMENT",
+  "    out['requirement'] = TORCH_REQUIREMENT",
+  "except Exception:",
+  "    pass",
+  "spec = importlib.util.find_spec('torch')",
+  "if spec is not None:",
+  "    out['torch'] = 'unknown'",
+  "    try:",
+  "        with open(os.path.join(os.path.dirname(spec.origin or ''), 'version.py'), encoding='utf-8') as fh:",
+  "            for line in fh:",
+  "                if line.startswith('__version__'):",
+  "                    out['torch'] = line.split('=', 1)[1].strip().strip(\"'\\\"\")",
+  "    except OSError:",
+  "        pass",
+  "print(json.dumps(out))",
+].join("\n");
+
+/** The arguments that run {@link PROBE_SCRIPT} with an interpreter. */
 export function probeArgs(choice: InterpreterChoice): { command: string; args: string[] } {
   const [command, ...rest] = choice.command;
-  const code = "import importlib.util, sys; sys.exit(0 if importlib.util.find_spec('fxscope') else 3)";
-  return { command, args: [...rest, "-c", code] };
+  return { command, args: [...rest, "-c", PROBE_SCRIPT] };
 }
 
-/** The notification shown when fxscope cannot be imported by the chosen interpreter. */
-export function missingMessage(choice: InterpreterChoice): { message: string; install: string } {
+/** What the probe found: a usable interpreter, or what is missing there. */
+export type ProbeVerdict =
+  | { kind: "ok"; torch: string }
+  | { kind: "no-fxscope" }
+  | { kind: "no-torch"; requirement: string }
+  | { kind: "old-torch"; torch: string; requirement: string }
+  | { kind: "error"; message: string };
+
+function minimum(requirement: string): [number, number] | null {
+  const m = />=\s*(\d+)\.(\d+)/.exec(requirement);
+  return m ? [Number(m[1]), Number(m[2])] : null;
+}
+
+/** Whether torch ``version`` (e.g. "2.5.1+cpu") is older than ``requirement``'s lower bound. */
+export function olderThan(version: string, requirement: string): boolean {
+  const m = /^\s*(\d+)\.(\d+)/.exec(version);
+  const min = minimum(requirement);
+  if (!m || !min) return false; // unknown: the server checks it again when its worker starts
+  const [major, minor] = [Number(m[1]), Number(m[2])];
+  return major < min[0] || (major === min[0] && minor < min[1]);
+}
+
+/** The verdict from the probe's exit code and output. */
+export function probeVerdict(code: number | null, stdout: string, stderr: string): ProbeVerdict {
+  const line = stdout.trim().split("\n").pop() ?? "";
+  let out: { fxscope?: unknown; torch?: unknown; requirement?: unknown } | undefined;
+  try {
+    out = JSON.parse(line) as typeof out;
+  } catch {
+    out = undefined;
+  }
+  if (code !== 0 || !out || typeof out !== "object") {
+    return { kind: "error", message: `exit ${code}: ${(stderr.trim() || stdout.trim()).slice(-300)}` };
+  }
+  if (!out.fxscope) return { kind: "no-fxscope" };
+  const requirement = typeof out.requirement === "string" && out.requirement ? out.requirement : DEFAULT_TORCH_REQUIREMENT;
+  if (typeof out.torch !== "string") return { kind: "no-torch", requirement };
+  if (olderThan(out.torch, requirement)) return { kind: "old-torch", torch: out.torch, requirement };
+  return { kind: "ok", torch: out.torch };
+}
+
+/** A shell word (quoted when it needs to be). */
+function word(s: string): string {
+  return /^[A-Za-z0-9_./:=@+-]+$/.test(s) ? s : `'${s.replace(/'/g, "'\\''")}'`;
+}
+
+const WHERE = {
+  setting: "the fxscope.interpreter setting",
+  "python-extension": "the Python extension's selected interpreter",
+  default: "the default interpreter",
+} as const;
+
+/** The notification shown when the chosen interpreter lacks fxscope or a supported torch. */
+export function missingMessage(choice: InterpreterChoice, verdict: ProbeVerdict = { kind: "no-fxscope" }): { message: string; install: string; status: string } {
   const shown = choice.command.join(" ");
-  const install = `${shown} -m pip install fxscope`;
-  const where = { setting: "the fxscope.interpreter setting", "python-extension": "the Python extension's selected interpreter", default: "the default interpreter" }[choice.source];
+  const pip = `${choice.command.map(word).join(" ")} -m pip install`;
+  const where = WHERE[choice.source];
+  if (verdict.kind === "no-torch") {
+    const install = `${pip} ${word(verdict.requirement)}`;
+    return {
+      message: `fxscope: torch is not installed in ${shown} (${where}). fxscope traces your models with that interpreter: install torch there with \`${install}\`, or select another interpreter.`,
+      install,
+      status: "no torch",
+    };
+  }
+  if (verdict.kind === "old-torch") {
+    const install = `${pip} --upgrade ${word(verdict.requirement)}`;
+    return {
+      message: `fxscope: torch ${verdict.torch} in ${shown} (${where}) is older than fxscope supports (${verdict.requirement}). Upgrade it with \`${install}\`, or select another interpreter.`,
+      install,
+      status: `torch ${verdict.torch} too old`,
+    };
+  }
+  const install = `${pip} fxscope`;
   return {
-    message: `fxscope is not installed in ${shown} (${where}). Install it there with \`${install}\`, or choose another interpreter with the fxscope.interpreter setting.`,
+    message: `fxscope is not installed in ${shown} (${where}). Install it there with \`${install}\`, or select another interpreter.`,
     install,
+    status: "not installed",
   };
+}
+
+/** Interpreters worth offering in "fxscope: Select Interpreter": the folder's virtual
+ * environments, the active conda or virtual environment, then python3 on PATH. */
+export function candidateInterpreters(folder: string | undefined, env: Record<string, string | undefined>,
+  exists: (p: string) => boolean, platform = "linux"): string[] {
+  const win = platform === "win32";
+  const sep = win ? "\\" : "/";
+  const bin = (root: string): string => (win ? `${root}${sep}Scripts${sep}python.exe` : `${root}${sep}bin${sep}python`);
+  const roots: string[] = [];
+  if (folder) for (const name of [".venv", "venv", ".env", "env"]) roots.push(`${folder}${sep}${name}`);
+  for (const name of ["VIRTUAL_ENV", "CONDA_PREFIX"]) {
+    const v = env[name];
+    if (v) roots.push(v);
+  }
+  const out: string[] = [];
+  for (const r of roots) {
+    const p = bin(r);
+    if (!out.includes(p) && exists(p)) out.push(p);
+  }
+  return out;
 }
 
 /** Whether two choices start the same server (restart only when this changes). */

@@ -40,3 +40,8 @@ export async function onInterpreterChange(listener: () => void): Promise<vscode.
   const event = py?.settings?.onDidChangeExecutionDetails ?? py?.environments?.onDidChangeActiveEnvironmentPath;
   return event ? event(() => listener()) : undefined;
 }
+
+/** Whether the Python extension is installed (its interpreter picker can be offered). */
+export function hasPythonExtension(): boolean {
+  return vscode.extensions.getExtension(PYTHON_EXTENSION) !== undefined;
+}

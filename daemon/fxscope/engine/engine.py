@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Union
 
 from fxscope import __version__
-from fxscope.errors import CheckInterrupted, WorkerStartError
+from fxscope.errors import CheckInterrupted, TorchUnavailableError, WorkerStartError
 from fxscope.cache import FileHasher, ResultCache, claim_directory, hash_json, hash_text
 from fxscope.engine.dispatch import Dispatcher
 from fxscope.engine.faults import WorkerFault, fault_result, is_fault_body
@@ -393,7 +393,8 @@ class Engine:
                 raw = handle.result()
                 if raw.get("startup"):  # the worker never started: one error, not a finding per target
                     _cancel_all(handles)
-                    raise WorkerStartError(str(raw.get("message") or "the worker did not start"))
+                    error = TorchUnavailableError if raw.get("no_torch") else WorkerStartError
+                    raise error(str(raw.get("message") or "the worker did not start"))
                 if raw.get("fault") == "cancelled" and not asked:  # the pool was closed under us
                     _cancel_all(handles)
                     raise CheckInterrupted(f"the check was interrupted before {t.id} finished "

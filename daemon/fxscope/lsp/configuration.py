@@ -72,8 +72,18 @@ def register(ls: LanguageServer, ctx: ServerContext) -> None:
         caps = ctx.capabilities
         if caps and caps.workspace and caps.workspace.configuration:
             await apply_configuration(ctx, ctx.folders.all())
-            return
-        ctx.options = ctx.options.merged(parse_options(params.settings, _warn))
-        ctx.client.apply_log_level(ctx.options.log_level)
-        for folder in ctx.folders.all():
-            _apply(ctx, folder, ctx.options)
+        else:
+            ctx.options = ctx.options.merged(parse_options(params.settings, _warn))
+            ctx.client.apply_log_level(ctx.options.log_level)
+            for folder in ctx.folders.all():
+                _apply(ctx, folder, ctx.options)
+        _refresh_views(ctx)
+
+
+def _refresh_views(ctx: ServerContext) -> None:
+    """The code-lens and inlay-hint settings apply at once: the client re-requests both (hints
+    also when they were just turned off, so that the shown ones go away)."""
+    ctx.refresh_lenses()
+    ws = ctx.capabilities.workspace if ctx.capabilities else None
+    if ws and ws.inlay_hint and ws.inlay_hint.refresh_support and not ctx.options.inlay_hints:
+        ctx.client.refresh_inlay_hints()

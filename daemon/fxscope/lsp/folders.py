@@ -15,6 +15,7 @@ from pathlib import Path
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 
+from fxscope.errors import CheckError, TorchUnavailableError, WorkerStartError
 from fxscope.lsp.configuration import apply_configuration
 from fxscope.lsp.context import ServerContext
 from fxscope.lsp.watch import FolderWatcher, is_relevant
@@ -34,6 +35,7 @@ class FolderFeature:
         self._watchers: dict[Path, FolderWatcher] = {}
         self._closed = False
         self._close_lock = threading.Lock()
+        self._environment_shown: set[str] = set()
 
     def make_workspace(self, root: Path, uri: str) -> Workspace:
         """The Workspace of a new folder, its events posted to the event loop."""
@@ -44,7 +46,25 @@ class FolderFeature:
             on_results=lambda ev: post(self._on_results, root, ev),
             on_progress=lambda ev: post(self._on_progress, root, ev),
             on_warning=lambda msg: log.warning("%s: %s", root.name, msg),
+            on_error=lambda exc: post(self._on_error, root, exc),
         )
+
+    def _on_error(self, root: Path, exc: CheckError) -> None:
+        """A round or the worker's start-up failed. A missing or too old torch is the environment's
+        fault, the same for every folder and round: one error message (with the install command)
+        per distinct problem, the per-round repeats only in the log at debug level."""
+        folder = self.ctx.folders.get(root)
+        if folder is not None and isinstance(exc, WorkerStartError):  # no result will end its round
+            self.ctx.progress.failed(folder, str(exc))
+        if not isinstance(exc, TorchUnavailableError):
+            log.warning("%s: %s", root.name, exc)
+        elif str(exc) in self._environment_shown:
+            log.debug("%s: %s", root.name, exc)
+        elif not self.ctx.shut_down:
+            self._environment_shown.add(str(exc))
+            log.warning("%s: %s", root.name, exc)
+            self.ctx.client.show_message(types.ShowMessageParams(type=types.MessageType.Error,
+                                                                 message=f"fxscope: {exc}"))
 
     # ------------------------------------------------------------------ workspace events (on the loop)
     def _on_results(self, root: Path, event: ResultsEvent) -> None:

@@ -36,6 +36,7 @@ class _Round:
     total: int = 0
     running: int = 0
     summary: RunSummary | None = None
+    failed: str | None = None  # the round ended with this error
 
 
 class ProgressFeature:
@@ -61,7 +62,7 @@ class ProgressFeature:
     def event(self, folder: Folder, ev: ProgressEvent) -> None:
         """A scheduler ProgressEvent (on the event loop)."""
         r = self._rounds.get(folder.uri)
-        if r is None or r.ended or r.summary is not None:  # (the last one may still wait for its token)
+        if r is None or r.ended or r.summary is not None or r.failed is not None:  # (the last one may still wait for its token)
             if ev.summary is not None or ev.total <= 0:
                 if ev.summary is not None:
                     self._log(folder, ev.summary)
@@ -96,6 +97,17 @@ class ProgressFeature:
                     log.debug("progress %s cancelled: stopping the jobs of %s", token, folder.name)
                 return
 
+    def failed(self, folder: Folder, reason: str) -> None:
+        """``folder``'s round ended with an error (no result will finish it): end its progress."""
+        r = self._rounds.get(folder.uri)
+        if r is None or r.ended:
+            return
+        r.failed = reason
+        if r.ready:
+            self._report(r)
+        elif r.token is None:
+            r.ended = True  # never begun; a begin under way ends as soon as it is ready
+
     def _log(self, folder: Folder, summary: RunSummary) -> None:
         name = f" {folder.name}:" if len(self.ctx.folders.all()) > 1 else ""
         self.ctx.client.log_message(f"fxscope:{name} {summary.line()}")
@@ -117,9 +129,13 @@ class ProgressFeature:
     def _report(self, r: _Round) -> None:
         if r.ended or r.token is None:
             return
-        if r.summary is not None:
+        if r.summary is not None or r.failed:
             r.ended = True
-            message = ("cancelled: " if r.cancelled else "") + r.summary.line()
+            if r.failed:
+                message = f"failed: {r.failed}"
+            else:
+                assert r.summary is not None
+                message = ("cancelled: " if r.cancelled else "") + r.summary.line()
             self.ctx.client.send_progress(r.token, types.WorkDoneProgressEnd(message=message))
             return
         self.ctx.client.send_progress(r.token, types.WorkDoneProgressReport(

@@ -183,6 +183,9 @@ class FxscopeServer(LanguageServer):
     def refresh_inlay_hints(self) -> None:
         self.workspace_inlay_hint_refresh(None)
 
+    def show_message(self, params: types.ShowMessageParams) -> None:
+        self.window_show_message(params)
+
     def create_progress(self, token: str) -> asyncio.Future[Any]:
         return asyncio.ensure_future(self.work_done_progress.create_async(token))
 

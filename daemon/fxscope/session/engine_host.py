@@ -12,6 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from fxscope.engine.engine import Engine
+from fxscope.errors import CheckError, WorkerStartError
 from fxscope.project.config import Config, ConfigError, load_config
 from fxscope.project.files import relpath
 from fxscope.session.data import ResultsEvent, SessionSettings
@@ -20,13 +21,23 @@ __all__ = ["EngineHost", "Events"]
 
 
 class Events:
-    """The workspace's callbacks: ``results`` (None: nobody listens, so no event is built) and
-    ``warning`` (one-line warnings)."""
+    """The workspace's callbacks: ``results`` (None: nobody listens, so no event is built),
+    ``warning`` (one-line warnings) and ``error`` (a round or the worker's start-up ended with a
+    :class:`~fxscope.errors.CheckError`; without a listener it becomes a warning)."""
 
     def __init__(self, on_results: Callable[[ResultsEvent], None] | None,
-                 on_warning: Callable[[str], None] | None) -> None:
+                 on_warning: Callable[[str], None] | None,
+                 on_error: Callable[[CheckError], None] | None = None) -> None:
         self.results = on_results
         self.warning: Callable[[str], None] = on_warning or (lambda message: None)
+        self._error = on_error
+
+    def error(self, exc: CheckError) -> None:
+        """Report ``exc`` to the error listener, else as a warning."""
+        if self._error is not None:
+            self._error(exc)
+        else:
+            self.warning(str(exc))
 
 
 def _signature(path: Path) -> tuple[int, int, int] | None:
@@ -52,6 +63,7 @@ class EngineHost:
         self._base = load_config(root)
         self.config_error: str | None = None
         self._worker = "idle"
+        self._failed_info: object = None  # the pool's info when the worker last failed to start
         self._closed = False
         self.engine = self._new_engine(self._base)
 
@@ -121,6 +133,9 @@ class EngineHost:
         engine = self.engine
         try:
             engine.pool.ensure_started(timeout=120)
+        except WorkerStartError as exc:  # reported by status() and the error event; the next job retries
+            self.worker_failed(exc)
+            return
         except Exception as exc:  # noqa: BLE001 - reported by status(); the next job retries
             self._worker = f"failed: {exc}"
             self._events.warning(f"the worker did not start: {exc}")
@@ -128,12 +143,20 @@ class EngineHost:
         if engine is self.engine:
             self._worker = "ready"
 
+    def worker_failed(self, exc: WorkerStartError) -> None:
+        """The worker could not start (a missing torch, a preload that hangs): ``status().worker``
+        says so until a worker starts, and the error is reported once per occurrence."""
+        self._worker = f"failed: {exc}"
+        self._failed_info = self.engine.worker_info()
+        self._events.error(exc)
+
     def worker(self) -> tuple[str, str]:
         """The worker state (idle, starting, ready, ``failed: ...``) and the torch version."""
         engine = self.engine
         info = engine.worker_info()
         worker = self._worker
-        if info is not None and worker in ("idle", "starting"):
-            worker = "ready"
+        if info is not None and (worker in ("idle", "starting")
+                                 or (worker.startswith("failed") and info is not self._failed_info)):
+            worker = "ready"  # a worker started since
         torch = info.get("torch_version") if info is not None else None
         return worker, str(torch or engine.torch_version)

@@ -12,7 +12,7 @@ from pathlib import Path
 from fxscope.engine.dispatch import BACKGROUND, DEPENDENCY, FOCUS
 from fxscope.engine.engine import Engine
 from fxscope.engine.results import TargetResult, drop_covered_skips
-from fxscope.errors import CheckError
+from fxscope.errors import CheckError, WorkerStartError
 from fxscope.model import Report, Snapshot
 from fxscope.project.discovery import Discovery, Target
 from fxscope.report.build import build_report
@@ -154,8 +154,12 @@ class Rounds:
 
     def failed(self, exc: Exception) -> None:
         """A round ended with ``exc``: say so (the session keeps running)."""
-        self._events.warning(str(exc) if isinstance(exc, CheckError) else
-                             f"checking failed: {type(exc).__name__}: {exc}")
+        if isinstance(exc, WorkerStartError):
+            self._host.worker_failed(exc)
+        elif isinstance(exc, CheckError):
+            self._events.error(exc)
+        else:
+            self._events.warning(f"checking failed: {type(exc).__name__}: {exc}")
 
     # -- results ---------------------------------------------------------------------------------
     def deliver(self, result: TargetResult, snapshot: Snapshot, discovery: Discovery | None) -> bool:

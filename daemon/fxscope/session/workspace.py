@@ -60,6 +60,8 @@ class Workspace:
         on_results: told which files' findings changed (with those findings), per result.
         on_progress: scheduler progress.
         on_warning: one-line warnings (config errors, preload failures, corrupt cache rebuilt).
+        on_error: a round, or the worker's start-up, ended with this error (e.g.
+            :class:`~fxscope.errors.TorchUnavailableError`); without it, a warning.
 
     Raises :class:`~fxscope.project.config.ConfigError` when ``pyproject.toml`` is invalid at
     start; a later invalid edit keeps the previous configuration and sets ``status().config_error``.
@@ -68,9 +70,10 @@ class Workspace:
     def __init__(self, root: Path, *, settings: SessionSettings | None = None, clock: Clock | None = None,
                  on_results: Callable[[ResultsEvent], None] | None = None,
                  on_progress: Callable[[ProgressEvent], None] | None = None,
-                 on_warning: Callable[[str], None] | None = None) -> None:
+                 on_warning: Callable[[str], None] | None = None,
+                 on_error: Callable[[CheckError], None] | None = None) -> None:
         self.root = Path(root).resolve()
-        events = Events(on_results, on_warning)
+        events = Events(on_results, on_warning, on_error)
         self.documents = DocumentStore()
         self.targets = TargetSet()
         self.store = ResultStore(self.root)

@@ -29,10 +29,11 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from fxscope.errors import WorkerStartError
+from fxscope.errors import TorchUnavailableError, WorkerStartError
 
 from . import reaper
 from .protocol import ProtocolError, encode, grow_pipe, read_message, validate_reply, write_all
+from .torch_env import torch_problem
 
 __all__ = ["JobHandle", "WorkerPool"]
 
@@ -169,6 +170,7 @@ class _Zygote:
         self.started_at = time.monotonic()
         self.stage: dict[str, Any] = {}  # the last "starting" message: what start-up is doing
         self.failure: str | None = None  # why the pool killed it (start-up deadline, watchdog)
+        self.no_torch = False  # its interpreter has no supported torch (failure says which and why)
         self._wlock = threading.Lock()
         p2z_r, self._wfd = os.pipe()
         self._rfd, z2p_w = os.pipe()
@@ -413,7 +415,7 @@ class WorkerPool:
         while not zygote.ready.is_set():
             if zygote.exited.is_set():
                 if zygote.failure:
-                    raise WorkerStartError(zygote.failure)
+                    raise (TorchUnavailableError if zygote.no_torch else WorkerStartError)(zygote.failure)
                 raise WorkerStartError(f"the worker failed to start while {zygote.doing()}: "
                                        f"{zygote.describe_exit()}")
             left = None if deadline is None else deadline - time.monotonic()
@@ -647,6 +649,9 @@ class WorkerPool:
             if op == "starting":
                 zygote.stage = message
                 zygote.started_at = time.monotonic()  # each stage gets the whole deadline
+            elif op == "ready" and (no_torch := torch_problem(message)) is not None:
+                zygote.failure, zygote.no_torch = no_torch, True  # the environment, not a job's code
+                zygote.kill()  # its exit fails the queue with this one start-up error
             elif op == "ready":
                 zygote.info = message
                 self._info = message
@@ -719,7 +724,8 @@ class WorkerPool:
                 else:
                     text = f"the worker failed to start while {zygote.doing()}: {message}{where}"
                 while self._queue:
-                    done.append((self._queue.popleft(), _died(text, startup=True), None))
+                    done.append((self._queue.popleft(), _died(text, startup=True, no_torch=zygote.no_torch),
+                                 None))
             else:
                 done += self._pump()
         self._complete(done)

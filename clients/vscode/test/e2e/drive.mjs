@@ -12,6 +12,13 @@
 //   FXSCOPE_GRAPH_LINE   1-based line inside the class whose graph to show
 //   FXSCOPE_TRUSTED      "0" to open the folder untrusted (the server must not start)
 //   FXSCOPE_EXPECT_MISSING "1" when FXSCOPE_PYTHON lacks fxscope (expect the install hint)
+//   FXSCOPE_EXPECT_STATUS  with FXSCOPE_EXPECT_MISSING: the status words to wait for ("not installed")
+//   FXSCOPE_GRAPH_EARLY  "1": show the graph right after opening the file (its class still tracing)
+//                        and wait until the result fills it in
+//   FXSCOPE_RESTART      "1": end with "fxscope: Restart Server" and wait for the server to run again
+//   FXSCOPE_QUICKFIX     "<line>|<title words>": apply that quick fix at that line, report the notification
+//   FXSCOPE_COMMANDS     "1": run Clear Cache and Re-trace Workspace, report the feedback each gives
+//   FXSCOPE_SCREENSHOTS  directory: save problems.png, hover.png and graph.png there
 //   FXSCOPE_E2E_TMP      scratch directory (profiles, extensions)
 // Prints one JSON object on stdout; progress goes to stderr.
 
@@ -42,6 +49,12 @@ const graphLine = Number(env("FXSCOPE_GRAPH_LINE", "0"));
 const expected = env("FXSCOPE_EXPECT", "").split("\n").filter(Boolean);
 const trusted = env("FXSCOPE_TRUSTED", "1") !== "0";
 const missingPython = env("FXSCOPE_EXPECT_MISSING", "0") === "1";
+const missingStatus = env("FXSCOPE_EXPECT_STATUS", "not installed");
+const graphEarly = env("FXSCOPE_GRAPH_EARLY", "0") === "1";
+const restartAtEnd = env("FXSCOPE_RESTART", "0") === "1";
+const shots = env("FXSCOPE_SCREENSHOTS", "");
+const [quickFixLine, quickFixTitle] = env("FXSCOPE_QUICKFIX", "|").split("|");
+const checkCommands = env("FXSCOPE_COMMANDS", "0") === "1";
 const tmp = env("FXSCOPE_E2E_TMP");
 const timeoutMs = Number(env("FXSCOPE_E2E_TIMEOUT_MS", "240000"));
 
@@ -68,6 +81,7 @@ writeFileSync(join(userData, "User", "settings.json"), JSON.stringify({
   "editor.hover.delay": 100,
   "window.commandCenter": false,
   "chat.disableAIFeatures": true,
+  "workbench.secondarySideBar.defaultVisibility": "hidden",
 }, null, 2));
 
 function freePort() {
@@ -150,13 +164,96 @@ try {
   await sleep(2000);
 
   const statusText = async () => (await page.locator(".statusbar-item").allInnerTexts()).filter((t) => t.includes("fxscope")).join(" | ");
+
+  const notifications = async () => (await page.locator(".notifications-toasts .notification-list-item-message").allInnerTexts()).join("\n");
+
+  /** Wait (until the deadline) for a notification containing ``words``; its text and buttons. */
+  async function notification(words) {
+    let text = "";
+    while (Date.now() < deadline && !(text = await notifications()).includes(words)) await sleep(500);
+    const buttons = await page.locator(".notifications-toasts .notification-list-item-buttons-container .monaco-button").allInnerTexts();
+    return { text, buttons };
+  }
+
+  /** Move the cursor to a 1-based line. */
+  async function goToLine(line) {
+    await page.keyboard.press("Escape");
+    await page.locator(".monaco-editor .view-lines").first().click();
+    await page.keyboard.press("Control+G");
+    await page.waitForSelector(".quick-input-widget input", { timeout: 10000 });
+    await page.keyboard.type(`${line}:1`, { delay: 20 });
+    await page.keyboard.press("Enter");
+    await sleep(300);
+  }
+
+  /** Run a command from the palette by its title. */
+  async function runCommand(title) {
+    await page.keyboard.press("Escape");
+    await page.keyboard.press("Control+Shift+P");
+    await page.waitForSelector(".quick-input-widget input", { timeout: 10000 });
+    await page.keyboard.type(title, { delay: 20 });
+    const row = page.locator(".quick-input-list .monaco-list-row", { hasText: title.replace(/^fxscope: /, "") }).first();
+    await row.waitFor({ timeout: 20000 });
+    await row.click();
+  }
+
+  /** "fxscope: Show FX Graph" for the class at graphLine, drawn in the webview; reports what it shows. */
+  async function showGraph() {
+    await goToLine(graphLine);
+    await runCommand("fxscope: Show FX Graph");
+    // The webview's frame: the renderer marks its body once drawn (a pending graph has no nodes yet).
+    let graphFrame;
+    for (let i = 0; i < 120 && !graphFrame; i++) {
+      for (const f of page.frames()) {
+        if (await f.locator("body[data-fxscope-ready]").count().catch(() => 0)) { graphFrame = f; break; }
+      }
+      if (!graphFrame) await sleep(500);
+    }
+    if (!graphFrame) return;
+    result.graph = { firstStatus: await graphFrame.locator("body").getAttribute("data-fxscope-status").catch(() => null) };
+    while (Date.now() < deadline && !(await graphFrame.locator("g.fxg-node").count().catch(() => 0))) await sleep(500);
+    Object.assign(result.graph, {
+      status: await graphFrame.locator("body").getAttribute("data-fxscope-status").catch(() => null),
+      nodes: await graphFrame.locator("g.fxg-node").count(),
+      title: await graphFrame.locator(".fxg-title").innerText(),
+      boxes: await graphFrame.locator("g.fxg-box").evaluateAll((els) => els.map((e) => e.getAttribute("data-scope"))),
+      sideOpen: await graphFrame.locator(".fxg-body:not(.fxg-side-hidden) .fxg-side").count() > 0,
+      canvasWidth: await graphFrame.locator(".fxg-canvas").evaluate((e) => e.clientWidth),
+      viewWidth: await graphFrame.locator(".fxg").evaluate((e) => e.clientWidth),
+    });
+    if (shots) {
+      // The picture: the bottom panel closed, the boxes collapsed but the first, fitted to the canvas.
+      await page.keyboard.press("Control+J");
+      await sleep(800);
+      await graphFrame.locator(".fxg-btn", { hasText: "Collapse all" }).click();
+      const first = graphFrame.locator("g.fxg-collapsed").first();
+      if (await first.count()) await first.dispatchEvent("click");
+      await graphFrame.locator(".fxg-btn", { hasText: "Fit" }).click();
+      await sleep(800);
+      await page.screenshot({ path: join(shots, "graph.png") });
+      await graphFrame.locator(".fxg-btn", { hasText: "Expand all" }).click();
+      await page.keyboard.press("Control+J");
+      await sleep(500);
+    }
+    if (hoverLine > 0) {
+      // Clicking a node reveals its source line in the editor.
+      const node = graphFrame.locator(`g.fxg-node[data-line="${hoverLine}"]`).first();
+      await node.dispatchEvent("click");
+      await sleep(1500);
+      result.graph.afterClick = (await page.locator(".statusbar-item").allInnerTexts()).find((t) => /Ln \d+/.test(t)) ?? "";
+      // The cursor is now on that line: the webview highlights the line's nodes.
+      result.graph.highlighted = await graphFrame.locator("g.fxg-node.fxg-hl").evaluateAll((els) => els.map((e) => e.getAttribute("data-node")));
+    }
+    log("graph:", JSON.stringify(result.graph ?? null));
+  }
   if (missingPython) {
-    // The interpreter lacks fxscope: the status bar and a notification say how to install it.
-    while (Date.now() < deadline && !(result.status = await statusText()).includes("not installed")) await sleep(1000);
+    // The interpreter lacks fxscope or torch: the status bar and a notification say how to install it.
+    while (Date.now() < deadline && !(result.status = await statusText()).includes(missingStatus)) await sleep(1000);
     for (let i = 0; i < 20 && !result.notification.includes("pip install"); i++) {
       result.notification = (await page.locator(".notifications-toasts .notification-list-item-message").allInnerTexts()).join("\n");
       await sleep(500);
     }
+    result.buttons = await page.locator(".notifications-toasts .notification-list-item-buttons-container .monaco-button").allInnerTexts();
     throw new Done();
   }
   if (!trusted) {
@@ -177,6 +274,7 @@ try {
   await pick.click();
   await page.waitForSelector(".monaco-editor .view-lines", { timeout: 30000 });
   log("opened", file);
+  if (trusted && graphLine > 0 && graphEarly) await showGraph();
 
   // Problems panel: wait until the expected diagnostic is listed (or the deadline).
   await page.keyboard.press("Control+Shift+M");
@@ -190,6 +288,10 @@ try {
     await sleep(1000);
   }
   log("problems:", JSON.stringify(result.problems));
+  if (shots) {
+    mkdirSync(shots, { recursive: true });
+    await page.screenshot({ path: join(shots, "problems.png") });
+  }
   log("status:", result.status);
   if (file.endsWith(".ipynb")) {
     // A notebook opens in the notebook editor: its cells' editors show the diagnostics (drawn a
@@ -221,44 +323,40 @@ try {
       else await page.keyboard.press("Escape");
     }
     log("hover:", JSON.stringify(result.hover.slice(0, 300)));
+    if (shots && result.hover) await page.screenshot({ path: join(shots, "hover.png") });
   }
-  if (trusted && graphLine > 0) {
-    // "fxscope: Show FX Graph" for the class under the cursor, drawn in the webview.
-    await page.keyboard.press("Escape");
-    await page.locator(".monaco-editor .view-lines").first().click();
-    await page.keyboard.press("Control+G");
-    await page.waitForSelector(".quick-input-widget input", { timeout: 10000 });
-    await page.keyboard.type(`${graphLine}:1`, { delay: 20 });
-    await page.keyboard.press("Enter");
-    await sleep(300);
-    await page.keyboard.press("Control+Shift+P");
-    await page.waitForSelector(".quick-input-widget input", { timeout: 10000 });
-    await page.keyboard.type("fxscope: Show FX Graph", { delay: 20 });
-    const cmd = page.locator(".quick-input-list .monaco-list-row", { hasText: "Show FX Graph" }).first();
-    await cmd.waitFor({ timeout: 20000 });
-    await cmd.click();
-    let graphFrame;
-    for (let i = 0; i < 60 && !graphFrame; i++) {
-      for (const f of page.frames()) {
-        if (await f.locator("g.fxg-node").count().catch(() => 0)) { graphFrame = f; break; }
-      }
-      if (!graphFrame) await sleep(500);
+  if (trusted && graphLine > 0 && !graphEarly) await showGraph();
+  if (quickFixLine) {
+    // The quick-fix menu at that line, then the fix whose title has those words.
+    await goToLine(Number(quickFixLine));
+    let item;
+    for (let attempt = 0; attempt < 20 && !item; attempt++) {
+      await page.keyboard.press("Control+.");
+      const row = page.locator(".action-widget .monaco-list-row", { hasText: quickFixTitle }).first();
+      if (await row.waitFor({ timeout: 3000 }).then(() => true, () => false)) item = row;
+      else await page.keyboard.press("Escape");
     }
-    if (graphFrame) {
-      result.graph = {
-        nodes: await graphFrame.locator("g.fxg-node").count(),
-        title: await graphFrame.locator(".fxg-title").innerText(),
-        boxes: await graphFrame.locator("g.fxg-box").evaluateAll((els) => els.map((e) => e.getAttribute("data-scope"))),
-      };
-      // Clicking a node reveals its source line in the editor.
-      const node = graphFrame.locator(`g.fxg-node[data-line="${hoverLine}"]`).first();
-      await node.dispatchEvent("click");
-      await sleep(1500);
-      result.graph.afterClick = (await page.locator(".statusbar-item").allInnerTexts()).find((t) => /Ln \d+/.test(t)) ?? "";
-      // The cursor is now on that line: the webview highlights the line's nodes.
-      result.graph.highlighted = await graphFrame.locator("g.fxg-node.fxg-hl").evaluateAll((els) => els.map((e) => e.getAttribute("data-node")));
+    if (item) {
+      result.quickFixTitle = await item.innerText();
+      await item.click();
+      result.quickFix = await notification("fxscope: wrote");
     }
-    log("graph:", JSON.stringify(result.graph ?? null));
+    log("quick fix:", JSON.stringify(result.quickFix ?? null));
+  }
+  if (checkCommands) {
+    await runCommand("fxscope: Clear Cache");
+    result.clearCache = await notification("cleared the result cache");
+    await runCommand("fxscope: Re-trace Workspace");
+    while (Date.now() < deadline && !(result.retrace = await statusText()).includes("re-tracing")) await sleep(200);
+    log("commands:", JSON.stringify({ clearCache: result.clearCache, retrace: result.retrace }));
+  }
+  if (restartAtEnd) {
+    // A normal restart: the server stops and starts again, and nothing of it is an error.
+    await runCommand("fxscope: Restart Server");
+    await sleep(2000);
+    while (Date.now() < deadline && !/fxscope: \d+ error/.test(result.status = await statusText())) await sleep(1000);
+    result.afterRestart = result.status;
+    await sleep(1500);
   }
   result.status = await statusText();
 } catch (e) {

@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { test } from "node:test";
 import { pathToFileURL } from "node:url";
 
-import { buildModel, COLLAPSE_THRESHOLD, defaultCollapsed, nodesAtLine, shownAs, visibleGraph } from "../../../graph/src/model";
+import { buildModel, COLLAPSE_THRESHOLD, defaultCollapsed, graphAnalyses, nodesAtLine, shownAs, visibleGraph, withAnalysis } from "../../../graph/src/model";
 import type { GraphDocument, GraphNode } from "../../../graph/src/types";
 
 function node(name: string, op: string, scope: string, inputs: string[] = [], line?: number): GraphNode {
@@ -126,4 +126,22 @@ test("a document with edges instead of inputs, and no modules or findings, is dr
   assert.deepEqual(m.edges, buildModel(doc).edges);
   assert.deepEqual(m.doc.findings, []);
   assert.equal(m.boxes.size, 2);
+});
+
+test("a document with torch.compile graphs opens on them, and can switch to the FX graph", () => {
+  const compiled: GraphDocument = { ...doc, graphs: [
+    ...doc.graphs,
+    { module: "", analysis: "compile", nodes: [node("x", "placeholder", ""), node("output", "output", "", ["x"])],
+      ends: { reason: "data-dependent branch", file: "m.py", line: 20 } },
+    { module: "", analysis: "compile", nodes: [node("y", "placeholder", ""), node("output", "output", "", ["y"])] },
+  ] };
+  assert.deepEqual(graphAnalyses(compiled), ["compile", "fx"]);
+  assert.deepEqual(graphAnalyses(doc), ["fx"]);
+  assert.deepEqual(graphAnalyses({ ...doc, graphs: [] }), []);
+  const onlyCompile = withAnalysis(compiled, "compile");
+  assert.equal(onlyCompile.graphs.length, 2);
+  assert.equal(buildModel(onlyCompile).total, 4);
+  assert.equal(withAnalysis(compiled, "fx").graphs.length, 1);
+  assert.equal(withAnalysis(doc, "compile"), doc, "no such graphs: the document as it is");
+  assert.equal(withAnalysis(compiled, undefined), compiled);
 });
