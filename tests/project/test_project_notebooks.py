@@ -133,7 +133,7 @@ def test_the_plan_runs_definitions_and_skips_work() -> None:
         "class Net: pass\n")
     steps = [(s.kind, s.names, s.reason) for s in plan(tree)]
     assert steps == [
-        ("run", ("torch",), None), ("run", ("einops",), None), ("run", (), None),
+        ("run", ("torch",), None), ("run", ("einops",), None), ("assign", ("torch",), None),
         ("assign", ("cfg",), None), ("assign", ("cfg",), None),
         ("skip", ("epoch", "loss"), "a loop"), ("skip", (), "a call of `train`"),
         ("skip", ("fh", "data"), "a `with` block"), ("skip", (), "an `if` block"), ("run", ("Net",), None)]

@@ -78,8 +78,8 @@ def test_skipped_names_are_unset_from_there_on() -> None:
     assert "x" not in ns and "y" not in ns and "uses" not in ns and "n" not in ns
     assert ns["torch"] is torch  # a module is not unset by a call on it
     assert skipped["x"] == "a call of `torch.randn`"
-    assert skipped["y"] == "it uses `x`, which fxscope did not set"
-    assert skipped["uses"] == "it uses `x`, which fxscope did not set either"
+    assert skipped["y"] == "it uses `x`, which fxscope did not set (a call of `torch.randn`)"
+    assert skipped["uses"] == "it uses `x`, which fxscope did not set either (a call of `torch.randn`)"
     assert skipped["epoch"] == skipped["loss"] == "a loop"
     assert skipped["n"] == "a call of `n.bit_length`"
 
