@@ -26,16 +26,23 @@ A workspace callable is **inert**, and calling it is not work, when running it c
   (``eval``, ``exec``, ``globals()``, ``getattr`` of a computed name), and names only inert
   workspace callables;
 - a class: constructing it runs only inert code: its bases are ``object``, builtins, typing/enum
-  bases or inert workspace classes, no metaclass, decorators only ``dataclass``, its ``__init__``,
-  ``__post_init__`` and ``__new__`` inert, and no other special method or property (so reading
-  or printing its instances runs nothing of the workspace either).
+  bases or inert workspace classes, no metaclass, decorators only ``dataclass``, and its
+  ``__init__``, ``__post_init__``, ``__new__`` and ``__setattr__`` inert. Handed to other code
+  (or used at top level, for an instance built there) it must be inert *whole*: every method,
+  special methods and properties included, since the receiver may call any.
+
+A call of an inert function that never calls its parameters nor hands them on (``register(cls)``
+storing ``cls``) does not hand it its arguments; library calls that keep a callable without
+calling it (``functools.partial``, ``lru_cache(8)(f)``, ``torch.jit.script``, ``torch.fx.wrap``)
+do not either.
 
 So ``setup_default_logging()`` and ``COMPUTE_DTYPE = _detect_compute_dtype()`` (straight-line code
 over library calls) run as Python runs them, while ``main()``, ``Trainer().fit()`` and
 ``status = train()`` (loops, models) make the file a script. What an inert function does in a
 library (a bounded, straight-line sequence of calls) is contained by the worker's sandbox; this
 rule is about not *starting* work. The body of a function imported from another workspace file is
-not read here: calling one is work.
+read through a :class:`Modules` reader (the worker's); without one (discovery's per-file view) calling
+one is work.
 
 >>> script_reason(ast.parse("def main():\\n    for _ in range(9): pass\\nstatus = main()\\n"))
 Work(line=3, column=1, reason='a call of `main`')
@@ -186,9 +193,15 @@ class TopLevel:
                         self.origins[alias.asname or alias.name] = (stmt.level, module, alias.name)
                     elif stmt.level == 0:
                         self.aliases[alias.asname or alias.name] = f"{module}.{alias.name}"
-            for node in ast.walk(stmt) if not isinstance(stmt, _DEFS) else ():
-                if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
-                    self.bound.add(node.id)
+            targets: list[ast.expr] = []
+            if isinstance(stmt, ast.Assign):
+                targets = stmt.targets
+            elif isinstance(stmt, (ast.AugAssign, ast.AnnAssign, ast.For, ast.AsyncFor)):
+                targets = [stmt.target]
+            elif isinstance(stmt, (ast.With, ast.AsyncWith)):
+                targets = [i.optional_vars for i in stmt.items if i.optional_vars is not None]
+            for target in targets:
+                self.bound.update(n.id for n in ast.walk(target) if isinstance(n, ast.Name))
             if isinstance(stmt, _DEFS):
                 self.bound.add(stmt.name)
         self.bound |= set(self.aliases) | self.imported
@@ -197,6 +210,7 @@ class TopLevel:
         #: derived names bound to an instance of an inert workspace class: that class
         self.instances: dict[str, str] = {}
         self._inert: dict[str, bool] = {}
+        self._facts: dict[int, tuple[ast.stmt, frozenset[str], bool]] = {}
         self._stack: list[str] = []
 
     # -- names --------------------------------------------------------------------------------
@@ -428,8 +442,7 @@ class TopLevel:
         if isinstance(stmt, _DEFS) or isinstance(stmt, (ast.Import, ast.ImportFrom)):
             return
         value = getattr(stmt, "value", None)
-        refs = [n.id for n in ast.walk(stmt) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
-                and self.is_workspace(n.id)]
+        refs = [n for n in self.facts(stmt)[0] if self.is_workspace(n)]
         if not refs:
             return
         inert = harmless and all(self.handed_inert(r) for r in refs)
@@ -443,7 +456,26 @@ class TopLevel:
             else:
                 self.instances.pop(node, None)
 
+    def facts(self, stmt: ast.stmt) -> tuple[frozenset[str], bool]:
+        """The names ``stmt`` reads, and whether it holds a loop statement (one walk, remembered)."""
+        known = self._facts.get(id(stmt))
+        if known is None:
+            loads: set[str] = set()
+            loop = False
+            for node in ast.walk(stmt):
+                if isinstance(node, ast.Name):
+                    if isinstance(node.ctx, ast.Load):
+                        loads.add(node.id)
+                elif isinstance(node, _LOOPS):
+                    loop = True
+            known = self._facts[id(stmt)] = (stmt, frozenset(loads), loop)
+        return known[1], known[2]
+
     def _statement(self, stmt: ast.stmt) -> Work | None:
+        if not isinstance(stmt, _DEFS):
+            loads, loop = self.facts(stmt)
+            if not loop and not any(self.is_workspace(n) for n in loads):
+                return None  # work needs a loop or the workspace's code
         if isinstance(stmt, ast.If) and is_main_guard(stmt.test):
             return self._block(stmt.orelse)
         if isinstance(stmt, _LOOPS):

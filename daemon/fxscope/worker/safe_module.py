@@ -1,19 +1,31 @@
 """Import a notebook (or a script) without running its work: the plan of
 :mod:`fxscope.project.toplevel`, carried out in a job's child process.
 
-``run`` statements (imports, definitions, optional-import ``try`` blocks, ``torch.fx.wrap``) run
-as Python runs them; an import that fails fails the module (FXS402, as for any file). Assignments
-are evaluated by :class:`Evaluator`: literals, names already set, attributes, subscripts,
-arithmetic and comparisons, and calls of constructors fxscope makes on its own (configuration
-classes: dataclasses, named tuples, ``*Config`` and ``*Args`` classes, transformers configs;
-``torch.device``, ``torch.Size``; containers, ``functools.partial``, namespaces;
-``math`` functions; ``torch.cuda.is_available()``; an ``argparse`` parser built as written and
-parsed from an empty command line, :mod:`fxscope.worker.safe_argparse`). A model (an
-``nn.Module``) is never built there: fxscope builds classes itself, on the meta device. Every
-other statement is skipped, and so is an assignment the evaluator refuses or whose constructor
-raises; a name a skipped statement binds is removed from the module (a module, class or function it names is kept:
-``torch.manual_seed(0)`` does not unbind ``torch``). What was skipped is in the module's
-``__fxscope_skipped__``.
+``run`` statements (imports, definitions, optional-import ``try`` blocks) run as Python runs them;
+an import that fails fails the module (FXS402, as for any file). Assignments are evaluated by
+:class:`Evaluator`: literals, names already set, attributes, subscripts, arithmetic and
+comparisons, and calls of constructors fxscope makes on its own (configuration classes:
+dataclasses, named tuples, ``*Config`` and ``*Args`` classes, transformers configs;
+``torch.device``, ``torch.Size``; containers, ``functools.partial``, namespaces; ``math``
+functions; ``torch.cuda.is_available()``; an ``argparse`` parser built as written and parsed
+from an empty command line, :mod:`fxscope.worker.safe_argparse`), and ``torch.fx.wrap("name")``
+when the name it is called by is ``torch.fx.wrap`` itself. A model (an ``nn.Module``) is never
+built there: fxscope builds classes itself, on the meta device.
+
+The evaluator runs none of the workspace's own code, told by what code a class or function
+defines, not by names: no function or method of the workspace; no special method, property,
+descriptor, ``__getattr__`` or ``__missing__`` of a workspace object (its attributes are read
+from its ``__dict__`` and its class's); a workspace configuration class only when its
+construction runs code ``dataclasses`` or ``namedtuple`` generated; no callable but safe builtins
+(``len``, ``str.lower``) handed to a builtin. Work is bounded by its result, estimated first: an
+integer of more than :data:`_MAX_BITS` bits, a sequence of more than :data:`_MAX_ITEMS` items, a
+builtin or comparison visiting more than :data:`_MAX_VISITS` elements is refused. A statement
+that would rebind a module attribute the import set (``__name__``, ``__spec__``, ...) is skipped.
+
+Every other statement is skipped, and so is an assignment the evaluator refuses or whose
+constructor raises; a name a skipped statement binds is removed from the module (a module, class
+or function it names is kept: ``torch.manual_seed(0)`` does not unbind ``torch``). What was
+skipped is in the module's ``__fxscope_skipped__``.
 
 Example::
 
