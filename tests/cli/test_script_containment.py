@@ -192,6 +192,18 @@ class GPT(nn.Module):
 """
 
 
+USES_SCRIPT = """
+from torch import nn
+
+from s_assign import status
+
+
+class UsesStatus(nn.Module):
+    def forward(self, x):
+        return x + status
+"""
+
+
 def _script(name: str, body: str) -> str:
     return HEADER.format(name=name) + NET + "\n\n" + body + "\n"
 
@@ -217,7 +229,8 @@ def corpus(tmp_path_factory: pytest.TempPathFactory, listener: socket.socket) ->
     markers = tmp_path_factory.mktemp("markers")
     files = {"pyproject.toml": "[tool.fxscope]\ntimeout = 120\n",
              "harm.py": HARM.format(markers=str(markers), port=listener.getsockname()[1]),
-             "gpt/__init__.py": "", "gpt/config.py": GPT_CONFIG, "gpt/model.py": GPT_MODEL}
+             "gpt/__init__.py": "", "gpt/config.py": GPT_CONFIG, "gpt/model.py": GPT_MODEL,
+             "uses_script.py": USES_SCRIPT}
     files.update({name: _script(name, body) for name, body in SCRIPTS.items()})
     files.update({name: _evaluated(name, body, reads, markers) for name, (body, reads, _) in EVALUATED.items()})
     write_tree(root, files)
@@ -265,3 +278,12 @@ def test_what_the_evaluator_refuses_is_fxs407(corpus: tuple[Path, Path, CheckRun
     messages = [f["message"] for f in run.findings(code="FXS407") if f["file"] == name]
     assert any(f"`{reads}`" in m or f"`{reads}," in m for m in messages), messages
     assert any(why in m for m in messages), messages
+
+
+def test_importing_what_a_script_did_not_set_is_fxs407(corpus: tuple[Path, Path, CheckRun]) -> None:
+    """`from s_assign import status`: plain Python, running the script, would have set `status`;
+    fxscope did not, so the class is FXS407 at that statement, never an ImportError of fxscope's."""
+    _, _, run = corpus
+    assert run.targets["uses_script.py::UsesStatus"]["status"] == "skipped"
+    (info,) = [f for f in run.findings(code="FXS407") if "UsesStatus" in f["message"]]
+    assert info["file"] == "s_assign.py" and "`status`" in info["message"]

@@ -279,3 +279,21 @@ def test_what_stays_allowed() -> None:
                       "torch.fx.wrap('helper')\nfrom torch.fx import wrap as leaf\nleaf('other')\n")
     assert not skipped
     assert (ns["ORDER"], ns["TOP"], ns["ROOT"], ns["N"], ns["DIM"]) == (["a", "b"], 3, 8.0, 784, 64)
+
+
+def test_objects_imported_from_the_workspace_are_told_by_their_code_not_their_names() -> None:
+    """An object of a workspace class reaches a script by import: whatever its class claims to be
+    (a faked ``__module__``, a ``__class__`` property, a metaclass), none of its code runs."""
+    CALLED.clear()
+    namespace = {"__name__": "other_module"}
+    exec(compile("class Meta(type):\n    def __call__(cls, *a, **k):\n        _calls('meta')\n"  # noqa: S102
+                 "class MetaConfig(metaclass=Meta):\n    pass\n"
+                 "class Disguised:\n    __module__ = 'math'\n    @property\n    def __class__(self):\n"
+                 "        _calls('class')\n        return dict\n    def __len__(self):\n        _calls('len')\n"
+                 "        return 1\n    def __getattr__(self, name):\n        _calls('getattr')\n        return 1\n"
+                 "obj = Disguised()\n", "<workspace>", "exec"), {**namespace, "_calls": _calls}, namespace)
+    ns, skipped = run("cfg = MetaConfig()\nN = len(obj)\nX = obj.x\nORDER = sorted([obj])\nSAME = obj == 1\n"
+                      "PICK = 1 if obj else 2\nT = {obj: 1}\n", MetaConfig=namespace["MetaConfig"], obj=namespace["obj"])
+    assert CALLED == []
+    assert set(skipped) == {"cfg", "N", "X", "ORDER", "SAME", "PICK", "T"}
+    assert "metaclass" in skipped["cfg"] and "computes its attributes" in skipped["X"]

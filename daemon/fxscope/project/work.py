@@ -200,8 +200,8 @@ class TopLevel:
                 targets = [stmt.target]
             elif isinstance(stmt, (ast.With, ast.AsyncWith)):
                 targets = [i.optional_vars for i in stmt.items if i.optional_vars is not None]
-            for target in targets:
-                self.bound.update(n.id for n in ast.walk(target) if isinstance(n, ast.Name))
+            for assigned in targets:
+                self.bound.update(n.id for n in ast.walk(assigned) if isinstance(n, ast.Name))
             if isinstance(stmt, _DEFS):
                 self.bound.add(stmt.name)
         self.bound |= set(self.aliases) | self.imported

@@ -22,19 +22,20 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
+import types
 from typing import Any
 
 __all__ = ["ParserRefused", "call_parser_class", "call_parser_method", "is_parser_class", "is_parser_method"]
 
 #: argparse's own action and formatter classes (by identity: a subclass of the script's is neither).
-_ACTIONS = frozenset(v for v in vars(argparse).values() if isinstance(v, type) and issubclass(v, argparse.Action))
-_FORMATTERS = frozenset(v for v in vars(argparse).values()
+_ACTIONS = tuple(v for v in vars(argparse).values() if isinstance(v, type) and issubclass(v, argparse.Action))
+_FORMATTERS = tuple(v for v in vars(argparse).values()
                         if isinstance(v, type) and issubclass(v, argparse.HelpFormatter))
 _GROUPS = (argparse._ArgumentGroup, argparse._MutuallyExclusiveGroup)  # noqa: SLF001 - argparse's own classes
 #: Methods of a parser (or of an argument group) the safe executor calls, as argparse defines them.
 _BUILDING = ("add_argument", "add_argument_group", "add_mutually_exclusive_group", "set_defaults")
 _PARSING = ("parse_args", "parse_known_args")
-_OWN_FUNCTIONS = frozenset(
+_OWN_FUNCTIONS = tuple(
     getattr(cls, name) for cls in (argparse.ArgumentParser, *_GROUPS) for name in (*_BUILDING, *_PARSING)
     if hasattr(cls, name))
 #: ``type=`` callables argparse may apply to a string default.
@@ -54,18 +55,25 @@ def is_parser_class(obj: Any) -> bool:
 def is_parser_method(func: Any) -> bool:
     """A bound method, as argparse defines it, of an object that is exactly an ``ArgumentParser``
     or one of argparse's argument groups."""
-    owner = getattr(func, "__self__", None)
-    if type(owner) is not argparse.ArgumentParser and type(owner) not in _GROUPS:
+    if type(func) is not types.MethodType:  # never an attribute lookup on another object
         return False
-    return getattr(func, "__func__", None) in _OWN_FUNCTIONS
+    owner = func.__self__
+    if type(owner) is not argparse.ArgumentParser and not any(type(owner) is g for g in _GROUPS):
+        return False
+    return any(func.__func__ is f for f in _OWN_FUNCTIONS)
+
+
+def _one_of(value: Any, kinds: tuple[Any, ...]) -> bool:
+    """``value in kinds`` by identity (a metaclass's own ``__eq__`` or ``__hash__`` is not run)."""
+    return any(value is k for k in kinds)
 
 
 def _plain(value: Any, what: str) -> None:
-    if isinstance(value, (list, tuple)) and type(value) in (list, tuple):
+    if _one_of(type(value), (list, tuple)):
         for item in value:
             _plain(item, what)
         return
-    if type(value) not in _PLAIN:
+    if not _one_of(type(value), _PLAIN):
         raise ParserRefused(f"{what} that is not plain data (`{type(value).__name__}`)")
 
 
@@ -78,10 +86,10 @@ def call_parser_class(cls: Any, args: list[Any], kwargs: dict[str, Any]) -> Any:
         return cls(**kwargs)
     for name, value in kwargs.items():
         if name == "formatter_class":
-            if value not in _FORMATTERS:
+            if not _one_of(value, _FORMATTERS):
                 raise ParserRefused("a parser whose `formatter_class` is not one of argparse's")
         elif name == "parents":
-            if type(value) not in (list, tuple) or any(type(p) is not argparse.ArgumentParser for p in value):
+            if not _one_of(type(value), (list, tuple)) or any(type(p) is not argparse.ArgumentParser for p in value):
                 raise ParserRefused("a parser whose `parents` are not argparse parsers")
         elif name != "argument_default":
             _plain(value, f"a parser's `{name}`")
@@ -97,7 +105,7 @@ def _check_argument(args: list[Any], kwargs: dict[str, Any]) -> None:
         _plain(value, "an argument name")
     for name, value in kwargs.items():
         if name == "action":
-            if not isinstance(value, str) and value not in _ACTIONS:
+            if type(value) is not str and not _one_of(value, _ACTIONS):
                 raise ParserRefused("an argument with an `action` class of the script's own")
         elif name == "type":
             if not callable(value):
@@ -110,14 +118,14 @@ def _converted_defaults(parser: argparse.ArgumentParser) -> None:
     """Refuse a parser that would convert a string default with a converter of the script's."""
     defaults = parser._defaults  # noqa: SLF001 - what set_defaults(...) recorded
     for action in parser._actions:  # noqa: SLF001
-        if type(action) not in _ACTIONS:
+        if not _one_of(type(action), _ACTIONS):
             raise ParserRefused("an argument with an `action` class of the script's own")
         kind = action.type
         if kind is None or any(kind is t for t in _SAFE_TYPES):
             continue
         candidates = [action.default, defaults.get(action.dest)]
-        if any(isinstance(c, str) and c != argparse.SUPPRESS for c in candidates):
-            name = getattr(kind, "__name__", None) or type(kind).__name__
+        if any(type(c) is str and c != argparse.SUPPRESS for c in candidates):
+            name = kind.__name__ if type(kind) is types.FunctionType else type(kind).__name__
             raise ParserRefused(f"an argument whose string default argparse converts with `{name}`")
 
 

@@ -210,7 +210,7 @@ class _Workspace:
         meta = type(cls)
         if not _one_of(meta, _TRUSTED_METACLASSES) and not self._plain_metaclass(meta):
             return True
-        for klass in cls.__mro__:
+        for klass in _mro(cls):
             attrs = vars(klass)
             name = attrs.get("__module__")
             if type(name) is not str:  # a C type: where its name says (type's own getter, C code)
@@ -237,7 +237,7 @@ class _Workspace:
     def _plain_metaclass(self, meta: type) -> bool:
         """A library metaclass (torch's, typing's): defines no workspace code."""
         return not any(type(v) is types.FunctionType and self.code(v)
-                       for klass in meta.__mro__ for v in vars(klass).values())
+                       for klass in _mro(meta) for v in vars(klass).values())
 
     def object(self, value: Any) -> bool:
         """Whether using ``value`` (its operators, attributes, length, truth) may run workspace code."""
@@ -261,7 +261,7 @@ def _is_config_class(cls: type) -> bool:
         return False
     if torch is not None and _one_of(cls, (torch.device, torch.Size)):
         return True
-    mro = cls.__mro__
+    mro = _mro(cls)
     if any("__dataclass_fields__" in vars(k) for k in mro) or (issubclass(cls, tuple) and any("_fields" in vars(k)
                                                                                             for k in mro)):
         return True
@@ -551,7 +551,7 @@ class Evaluator:
         """Refuse building a workspace configuration class whose construction runs its own code
         (an ``__init__``, ``__post_init__``, ``__new__`` it wrote; a ``default_factory`` of the
         workspace's)."""
-        for klass in cls.__mro__:
+        for klass in _mro(cls):
             if _one_of(klass, _PLAIN_BASES):
                 continue
             if not self.workspace.cls(klass):  # its __init__ may call what the workspace's subclass overrides
@@ -578,7 +578,7 @@ def _math_function(value: Any) -> str | None:
 
 
 def _dataclass_only(cls: type) -> bool:
-    return any("__dataclass_fields__" in vars(k) for k in cls.__mro__) or issubclass(cls, tuple)
+    return any("__dataclass_fields__" in vars(k) for k in _mro(cls)) or issubclass(cls, tuple)
 
 
 def _bits(value: Any) -> int:
@@ -616,7 +616,7 @@ def _static_attribute(obj: Any, name: str, node: ast.AST) -> Any:
     a value stored in it or its class, a method (bound, not called); never a property, another
     descriptor, ``__getattr__`` or ``__getattribute__``."""
     is_class = issubclass(type(obj), type)
-    mro = obj.__mro__ if is_class else type(obj).__mro__
+    mro = _mro(obj if is_class else type(obj))
     for klass in mro:
         attrs = vars(klass)
         if any(hook in attrs for hook in ("__getattribute__", "__getattr__")) and klass is not object:
@@ -627,7 +627,7 @@ def _static_attribute(obj: Any, name: str, node: ast.AST) -> Any:
             found = vars(klass)[name]
             break
     data_descriptor = found is not _MISSING and any("__set__" in vars(k) or "__delete__" in vars(k)
-                                                    for k in type(found).__mro__)
+                                                    for k in _mro(type(found)))
     if not is_class and not data_descriptor:
         try:
             own = object.__getattribute__(obj, "__dict__")
@@ -647,7 +647,7 @@ def _static_attribute(obj: Any, name: str, node: ast.AST) -> Any:
         return found if is_class else types.MethodType(found, obj)
     if type(found) is property and is_class:
         return found
-    if any("__get__" in vars(k) for k in type(found).__mro__):
+    if any("__get__" in vars(k) for k in _mro(type(found))):
         raise NotAllowed(f"`{_text(node)}` is a property or descriptor (its code is not run)")
     return found
 
@@ -657,6 +657,13 @@ _MISSING = object()
 _PLAIN_BASES: tuple[type, ...] = (object, tuple, enum.Enum, enum.IntEnum, enum.Flag, enum.IntFlag, int, str, abc.ABC,
                                  getattr(enum, "ReprEnum", object), getattr(enum, "StrEnum", object))
 _TYPE_MODULE: Any = vars(type)["__module__"]
+_TYPE_MRO: Any = vars(type)["__mro__"]
+
+
+def _mro(cls: type) -> tuple[type, ...]:
+    """``cls.__mro__`` read by type's own getter (a metaclass's descriptor is not run)."""
+    found: tuple[type, ...] = _TYPE_MRO.__get__(cls)
+    return found
 
 
 def _text(node: ast.AST, limit: int = 60) -> str:
@@ -730,7 +737,7 @@ def _bind(target: ast.expr, value: Any, namespace: dict[str, Any], evaluator: Ev
 def _check_setattr(obj: Any, target: ast.Attribute) -> None:
     """Refuse setting an attribute of a workspace object when its own code would run: a
     ``__setattr__`` it wrote, a property setter or another descriptor."""
-    for klass in type(obj).__mro__:
+    for klass in _mro(type(obj)):
         attrs = vars(klass)
         hook = attrs.get("__setattr__")
         if klass is not object and hook is not None and not (type(hook) is types.FunctionType
@@ -738,7 +745,7 @@ def _check_setattr(obj: Any, target: ast.Attribute) -> None:
             raise NotAllowed(f"`{_text(target)}` runs `{type(obj).__name__}.__setattr__`")
         found = attrs.get(target.attr, _MISSING)
         if found is not _MISSING:
-            if any("__set__" in vars(k) for k in type(found).__mro__) and type(found) is not types.MemberDescriptorType:
+            if any("__set__" in vars(k) for k in _mro(type(found))) and type(found) is not types.MemberDescriptorType:
                 raise NotAllowed(f"`{_text(target)}` runs a property setter or descriptor")
             break
 
@@ -874,11 +881,13 @@ class NotebookLoader(OverlayLoader):
         module.__dict__[SKIPPED] = run_safely(parsed.tree, module.__dict__, self.path, nb.magic_lines)
 
 
-def run_script(tree: ast.Module, module: types.ModuleType, path: str, top: TopLevel | None = None) -> None:
+def run_script(tree: ast.Module, module: types.ModuleType, path: str, top: TopLevel | None = None,
+               is_user_file: Callable[[str], bool] | None = None) -> None:
     """Run a ``.py`` script's statements (:func:`fxscope.project.toplevel.is_script`) in
-    ``module`` through the safe executor (``top``: its analysis)."""
+    ``module`` through the safe executor (``top``: its analysis; ``is_user_file``: see
+    :func:`run_safely`)."""
     module.__dict__[TREE] = tree
-    module.__dict__[SKIPPED] = run_safely(tree, module.__dict__, path, top=top)
+    module.__dict__[SKIPPED] = run_safely(tree, module.__dict__, path, top=top, is_user_file=is_user_file)
 
 
 def load_notebook(path: str, name: str) -> types.ModuleType:

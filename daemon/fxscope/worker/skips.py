@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 import os
 import re
+import sys
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -20,9 +21,10 @@ from fxscope.project.discovery import Target
 from fxscope.project.toplevel import dependencies
 from fxscope.worker.safe_module import TREE, Skipped, skipped_of
 
-__all__ = ["name_errors", "skipped_findings", "uses_skipped"]
+__all__ = ["import_of_skipped", "name_errors", "skipped_findings", "uses_skipped"]
 
 _NOT_DEFINED = re.compile(r"name '([A-Za-z_][A-Za-z0-9_]*)' is not defined")
+_CANNOT_IMPORT = re.compile(r"cannot import name '([A-Za-z_][A-Za-z0-9_]*)' from '([A-Za-z_][A-Za-z0-9_.]*)'")
 
 
 def _owner(target: Target) -> str:
@@ -65,6 +67,20 @@ def name_errors(errors: Iterable[BaseException | str | None], module: Any) -> di
                 if name in skipped:
                     found[name] = skipped[name]
     return found
+
+
+def import_of_skipped(error: BaseException) -> tuple[Any, dict[str, Skipped]] | None:
+    """The script module and its skipped name behind ``from script import NAME`` failing with
+    ImportError (the module fxscope imported without its work did not set ``NAME``): plain
+    Python, running the script, would have had it; None for any other error."""
+    if not isinstance(error, ImportError):
+        return None
+    found = _CANNOT_IMPORT.search(str(error))
+    if found is None:
+        return None
+    module = sys.modules.get(found.group(2))
+    record = skipped_of(module).get(found.group(1))
+    return (module, {found.group(1): record}) if record is not None else None
 
 
 def skipped_findings(target: Target, blocked: Mapping[str, Skipped], module: Any) -> list[dict[str, Any]]:
