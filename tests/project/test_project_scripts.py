@@ -101,8 +101,10 @@ def test_functions_imported_from_the_workspace_are_judged_by_their_body() -> Non
     assert judged("from .reexport import get_logger\nlogger = get_logger(__name__)\n") is None
     assert judged("from .utils import train\ntrain()\n") == "a call of `train`"
     assert judged("from . import reexport\nreexport.train()\n") == "a call of `reexport.train`"
-    # without reading them (discovery's per-file view), a workspace function is work
+    # without reading them, a workspace function is work; discovery's per-file view takes it for inert
     assert reason("from .utils import get_logger\nlogger = get_logger(__name__)\n") is not None
+    tree = ast.parse("from .utils import get_logger\nlogger = get_logger(__name__)\n")
+    assert script_reason(tree, top=TopLevel(tree, unread_inert=True)) is None
     # a module that is not the workspace's is a library
     assert reason("from logging import getLogger\nlogger = getLogger(__name__)\n") is None
 

@@ -41,8 +41,9 @@ over library calls) run as Python runs them, while ``main()``, ``Trainer().fit()
 ``status = train()`` (loops, models) make the file a script. What an inert function does in a
 library (a bounded, straight-line sequence of calls) is contained by the worker's sandbox; this
 rule is about not *starting* work. The body of a function imported from another workspace file is
-read through a :class:`Modules` reader (the worker's); without one (discovery's per-file view) calling
-one is work.
+read through a :class:`Modules` reader (the worker's); without one, calling one is work, unless
+``unread_inert`` (discovery's per-file view, which then lists the classes of a file the worker may
+import as a script: those are FXS407 there, never silently missing).
 
 >>> script_reason(ast.parse("def main():\\n    for _ in range(9): pass\\nstatus = main()\\n"))
 Work(line=3, column=1, reason='a call of `main`')
@@ -155,9 +156,11 @@ class TopLevel:
     ``workspace_import`` says which imports bring workspace code (default: relative ones)."""
 
     def __init__(self, tree: ast.Module, workspace_import: WorkspaceImport | None = None,
-                 read_module: ModuleReader | None = None) -> None:
+                 read_module: ModuleReader | None = None, unread_inert: bool = False) -> None:
         self.tree = tree
         self.read_module = read_module
+        #: what a workspace callable imported from a module that is not read is taken for
+        self.unread_inert = unread_inert
         is_workspace = workspace_import or _relative_only
         self.is_workspace_import = is_workspace
         #: a name imported from a workspace module -> (level, module, its name there)
@@ -258,6 +261,8 @@ class TopLevel:
         """``check`` of a name imported from another workspace module, in that module (False when
         it cannot be read: its code is unknown)."""
         origin = self.origins.get(name)
+        if origin is not None and self.read_module is None:
+            return self.unread_inert
         if origin is None or self.read_module is None or name in self._stack or not origin[2]:
             return False  # a module itself is not called
         self._stack.append(name)
@@ -271,6 +276,8 @@ class TopLevel:
         """Whether calling ``name.attr``, ``name`` a workspace module imported here
         (``import pkg.util as util``, ``from .utils import logging``), cannot start work."""
         origin = self.origins.get(name)
+        if origin is not None and self.read_module is None:
+            return self.unread_inert
         if origin is None or self.read_module is None or name in self._stack:
             return False
         level, module, inner = origin
