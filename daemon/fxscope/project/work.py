@@ -213,6 +213,8 @@ class TopLevel:
         #: derived names bound to an instance of an inert workspace class: that class
         self.instances: dict[str, str] = {}
         self._inert: dict[str, bool] = {}
+        self._methods: dict[tuple[str, str], bool] = {}
+        self._whole: dict[str, bool] = {}  # classes whose every method is inert
         self._facts: dict[int, tuple[ast.stmt, frozenset[str], bool]] = {}
         self._stack: list[str] = []
 
@@ -302,8 +304,12 @@ class TopLevel:
         owner = name if name in self.classes else self.instances.get(name)
         if owner is None:
             return True
-        return all(self.method_inert(owner, stmt.name) for c in self.classes.get(owner, ())
-                   for stmt in c.body if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)))
+        known = self._whole.get(owner)
+        if known is None:
+            known = self._whole[owner] = all(
+                self.method_inert(owner, stmt.name) for c in self.classes.get(owner, ())
+                for stmt in c.body if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)))
+        return known
 
     # -- inert callables ------------------------------------------------------------------------
 
@@ -417,6 +423,13 @@ class TopLevel:
 
     def method_inert(self, cls: str, method: str) -> bool:
         """Whether ``cls.method(...)`` (a class of the module, inert) runs only inert code."""
+        known = self._methods.get((cls, method))
+        if known is None:
+            self._methods[(cls, method)] = False  # a method reached again through itself: recursion
+            known = self._methods[(cls, method)] = self._method_inert(cls, method)
+        return known
+
+    def _method_inert(self, cls: str, method: str) -> bool:
         if not self.inert(cls):
             return False
         for definition in self.classes.get(cls, ()):
@@ -678,10 +691,28 @@ class Modules:
         self.read = read
         self.workspace_import = workspace_import
         self._parsed: dict[str, TopLevel | None] = {}
+        self._trees: dict[str, tuple[bytes | str, ast.Module]] = {}
 
-    def toplevel(self, tree: ast.Module, name: str, is_package: bool) -> TopLevel:
-        """The :class:`TopLevel` of module ``name`` (``tree``), reading what it imports on demand."""
-        return TopLevel(tree, self.workspace_import, self.reader(name if is_package else name.rpartition(".")[0]))
+    def tree(self, path: str, source: bytes | str) -> ast.Module:
+        """``source`` (the file at ``path``) parsed, once: the import that runs it and the
+        judging of the files that import it share one tree (raises SyntaxError as ``ast.parse``)."""
+        known = self._trees.get(path)
+        if known is not None and known[0] == source:
+            return known[1]
+        tree = ast.parse(source, path)
+        self._trees[path] = (source, tree)
+        return tree
+
+    def toplevel(self, tree: ast.Module, name: str, is_package: bool, path: str | None = None) -> TopLevel:
+        """The :class:`TopLevel` of module ``name`` (``tree``), reading what it imports on demand;
+        with its ``path``, the one its importers read, when they read this tree."""
+        known = self._parsed.get(path) if path is not None else None
+        if known is not None and known.tree is tree:
+            return known
+        top = TopLevel(tree, self.workspace_import, self.reader(name if is_package else name.rpartition(".")[0]))
+        if path is not None:
+            self._parsed[path] = top
+        return top
 
     def reader(self, package: str) -> ModuleReader:
         """Reads the workspace modules imported from a module of ``package``."""
@@ -704,9 +735,9 @@ class Modules:
             self._parsed[path] = None  # an import cycle reads nothing more
             source = self.read(path)
             try:
-                tree = ast.parse(source) if source is not None else None
+                tree = self.tree(path, source) if source is not None else None
             except (SyntaxError, ValueError, RecursionError, MemoryError):
                 tree = None
             if tree is not None:
-                self._parsed[path] = self.toplevel(tree, name, path.endswith("__init__.py"))
+                self._parsed[path] = self.toplevel(tree, name, path.endswith("__init__.py"), path)
         return self._parsed[path]

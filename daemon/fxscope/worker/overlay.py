@@ -18,7 +18,6 @@ Example::
 
 from __future__ import annotations
 
-import ast
 import hashlib
 import importlib.abc
 import importlib.machinery
@@ -89,10 +88,12 @@ class OverlayLoader(importlib.machinery.SourceFileLoader):
         if not self.path.endswith(".py"):
             super().exec_module(module)
             return
-        tree = ast.parse(self.get_data(self.path), self.path)
+        modules = workspace_modules()
+        path = os.path.abspath(self.path)
+        tree = modules.tree(path, self.get_data(self.path))  # parsed once with the judging of its importers
         from fxscope.project.toplevel import is_script
 
-        top = workspace_modules().toplevel(tree, self.name, os.path.basename(self.path) == "__init__.py")
+        top = modules.toplevel(tree, self.name, os.path.basename(self.path) == "__init__.py", path)
         if is_script(tree, top=top):
             from fxscope.worker.safe_module import run_script
 
