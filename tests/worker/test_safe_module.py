@@ -276,9 +276,11 @@ def test_what_stays_allowed() -> None:
                       "cfg = Cfg(dim=2 ** 6)\nORDER = sorted(['b', 'a'], key=str.lower)\nTOP = max([3, 1], key=abs)\n"
                       "TABLE = defaultdict(list)\nROOT = math.sqrt(cfg.dim)\nBIG = 10 ** 300\nshape = (1, 28, 28)\n"
                       "N = math.prod(shape)\nrow = [0] * 1000\ngrid = [row] * 1000\nDIM = cfg.dim\n"
-                      "torch.fx.wrap('helper')\nfrom torch.fx import wrap as leaf\nleaf('other')\n")
+                      "torch.fx.wrap('helper')\nfrom torch.fx import wrap as leaf\nleaf('other')\n"
+                      "import enum\nclass Mode(enum.Enum):\n    TRAIN = 'train'\nMODE = Mode.TRAIN.value\n")
     assert not skipped
-    assert (ns["ORDER"], ns["TOP"], ns["ROOT"], ns["N"], ns["DIM"]) == (["a", "b"], 3, 8.0, 784, 64)
+    assert (ns["ORDER"], ns["TOP"], ns["ROOT"], ns["N"], ns["DIM"], ns["MODE"]) == (["a", "b"], 3, 8.0, 784, 64,
+                                                                                   "train")
 
 
 def test_objects_imported_from_the_workspace_are_told_by_their_code_not_their_names() -> None:

@@ -363,7 +363,7 @@ class Evaluator:
                 raise NotAllowed(f"`{_text(node)}` is not set in a workspace module")  # its __getattr__ is not run
             return getattr(obj, node.attr)  # a library module's lazy attribute
         if self.workspace.object(obj):
-            return _static_attribute(obj, node.attr, node)
+            return _static_attribute(obj, node.attr, node, self.workspace)
         return getattr(obj, node.attr)
 
     def _Subscript(self, node: ast.Subscript) -> Any:
@@ -611,10 +611,11 @@ def _bounded(op: ast.operator, left: Any, right: Any, node: ast.AST) -> None:
             raise too_large
 
 
-def _static_attribute(obj: Any, name: str, node: ast.AST) -> Any:
+def _static_attribute(obj: Any, name: str, node: ast.AST, workspace: _Workspace) -> Any:
     """``obj.name`` for an object (or class) of the workspace, without running any of its code:
-    a value stored in it or its class, a method (bound, not called); never a property, another
-    descriptor, ``__getattr__`` or ``__getattribute__``."""
+    a value stored in it or its class, a method (bound, not called), a library's own property
+    (``Mode.TRAIN.value``); never a property of the workspace's, another descriptor,
+    ``__getattr__`` or ``__getattribute__``."""
     is_class = issubclass(type(obj), type)
     mro = _mro(obj if is_class else type(obj))
     for klass in mro:
@@ -647,6 +648,10 @@ def _static_attribute(obj: Any, name: str, node: ast.AST) -> Any:
         return found if is_class else types.MethodType(found, obj)
     if type(found) is property and is_class:
         return found
+    if not is_class and _one_of(type(found), _LIBRARY_PROPERTIES):
+        getters = [getattr(found, part, None) for part in ("fget", "func")]
+        if not any(type(g) is not types.FunctionType or workspace.code(g) for g in getters if g is not None):
+            return found.__get__(obj, type(obj))  # a library's getter: enum members' .value and .name
     if any("__get__" in vars(k) for k in _mro(type(found))):
         raise NotAllowed(f"`{_text(node)}` is a property or descriptor (its code is not run)")
     return found
@@ -658,6 +663,9 @@ _PLAIN_BASES: tuple[type, ...] = (object, tuple, enum.Enum, enum.IntEnum, enum.F
                                  getattr(enum, "ReprEnum", object), getattr(enum, "StrEnum", object))
 _TYPE_MODULE: Any = vars(type)["__module__"]
 _TYPE_MRO: Any = vars(type)["__mro__"]
+#: Property types whose getter, when a library's own function, is what runs on a read.
+_LIBRARY_PROPERTIES: tuple[type, ...] = (property, types.DynamicClassAttribute, getattr(enum, "property", property),
+                                         functools.cached_property)
 
 
 def _mro(cls: type) -> tuple[type, ...]:
