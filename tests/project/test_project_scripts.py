@@ -117,3 +117,13 @@ def test_the_plan_of_a_script_skips_definitions_that_run_work() -> None:
     assert ("skip", "its definition runs work (a call of `main`)") in kinds
     assert ("skip", "it rebinds `__name__`, which the import set") in kinds
     assert is_script(tree)
+
+
+def test_availability_probes_are_not_work() -> None:
+    """``HAS_FLASH = _has_flash()`` (``importlib.util.find_spec``) and ``try``/``except`` probes
+    configure a library module: they run as written."""
+    assert reason("import importlib.util\nimport os\n"
+                  "def _has_flash():\n    return importlib.util.find_spec('flash_attn') is not None\n"
+                  "def _env_flag(name, default=False):\n    try:\n        return bool(int(os.environ[name]))\n"
+                  "    except (KeyError, ValueError):\n        return default\n"
+                  "HAS_FLASH = _has_flash()\nDEBUG = _env_flag('DEBUG')\n") is None

@@ -73,7 +73,7 @@ _DYNAMIC = frozenset({"eval", "exec", "compile", "globals", "locals", "vars", "_
 #: Library APIs that start concurrent or external execution (dotted prefixes, imports resolved).
 _STARTS = ("threading.", "multiprocessing.", "subprocess.", "concurrent.futures.", "torch.multiprocessing.",
            "torch.distributed.", "os.system", "os.popen", "os.fork", "os.exec", "os.spawn", "os.posix_spawn",
-           "asyncio.run", "pty.", "importlib.")
+           "asyncio.run", "pty.")
 #: Bases a construction-only class may have (besides builtins and inert workspace classes).
 _SAFE_BASES = frozenset({"typing.NamedTuple", "typing.Generic", "typing.TypedDict", "typing.Protocol", "abc.ABC",
                          "enum.Enum", "enum.IntEnum", "enum.StrEnum", "enum.Flag", "enum.IntFlag"})
