@@ -53,7 +53,7 @@ def main():
 #: file -> the statement(s) that would start the work; each file also defines `Net`, which traces.
 SCRIPTS = {
     "s_assign.py": "status = main()",
-    "s_if.py": "if torch.__version__:\n    main()",
+    "s_if.py": "if torch.__version__:\n    main()\n    SCALE = 2",
     "s_with.py": "with contextlib.nullcontext():\n    main()",
     "s_try.py": "try:\n    main()\nexcept ImportError:\n    pass",
     "s_ifexp.py": "result = main() if torch.__version__ else None",
@@ -203,6 +203,17 @@ class UsesStatus(nn.Module):
         return x + status
 """
 
+USES_SCRIPT_MODULE = """
+from torch import nn
+
+import s_if
+
+
+class UsesModule(nn.Module):
+    def forward(self, x):
+        return x * s_if.SCALE
+"""
+
 
 def _script(name: str, body: str) -> str:
     return HEADER.format(name=name) + NET + "\n\n" + body + "\n"
@@ -230,7 +241,7 @@ def corpus(tmp_path_factory: pytest.TempPathFactory, listener: socket.socket) ->
     files = {"pyproject.toml": "[tool.fxscope]\ntimeout = 120\n",
              "harm.py": HARM.format(markers=str(markers), port=listener.getsockname()[1]),
              "gpt/__init__.py": "", "gpt/config.py": GPT_CONFIG, "gpt/model.py": GPT_MODEL,
-             "uses_script.py": USES_SCRIPT}
+             "uses_script.py": USES_SCRIPT, "uses_script_module.py": USES_SCRIPT_MODULE}
     files.update({name: _script(name, body) for name, body in SCRIPTS.items()})
     files.update({name: _evaluated(name, body, reads, markers) for name, (body, reads, _) in EVALUATED.items()})
     write_tree(root, files)
@@ -287,3 +298,12 @@ def test_importing_what_a_script_did_not_set_is_fxs407(corpus: tuple[Path, Path,
     assert run.targets["uses_script.py::UsesStatus"]["status"] == "skipped"
     (info,) = [f for f in run.findings(code="FXS407") if "UsesStatus" in f["message"]]
     assert info["file"] == "s_assign.py" and "`status`" in info["message"]
+
+
+def test_reading_what_a_script_did_not_set_is_fxs407(corpus: tuple[Path, Path, CheckRun]) -> None:
+    """`s_if.SCALE` read in forward: set inside the script's skipped `if` block, so FXS407 there
+    (not the FXS107 AttributeError plain Python, running the script, would not have)."""
+    _, _, run = corpus
+    assert run.targets["uses_script_module.py::UsesModule"]["status"] == "skipped"
+    (info,) = [f for f in run.findings(code="FXS407") if "UsesModule" in f["message"]]
+    assert info["file"] == "s_if.py" and "`SCALE`" in info["message"]

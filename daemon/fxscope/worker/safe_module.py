@@ -136,13 +136,14 @@ class NotAllowed(Exception):
 
 @dataclass(frozen=True)
 class Skipped:
-    """A top-level statement that did not run: its 1-based range and why."""
+    """A top-level statement that did not run: its 1-based range, why, and its file."""
 
     line: int
     column: int
     end_line: int
     end_column: int
     reason: str
+    file: str = ""
 
 
 def _module_dict(name: str) -> dict[str, Any] | None:
@@ -798,7 +799,7 @@ def run_safely(tree: ast.Module, namespace: dict[str, Any], filename: str,
     flags = 0  # the module's `from __future__ import ...`, for the statements after it
 
     def skip(step: Step, reason: str, cause: str | None = None) -> None:
-        record = Skipped(step.line, step.column, step.end_line, step.end_column, reason)
+        record = Skipped(step.line, step.column, step.end_line, step.end_column, reason, filename)
         for name in step.names:
             if step.kind != "run" and name in namespace and _definition(namespace[name]):
                 continue  # `torch.manual_seed(0)` leaves `torch` as it was
