@@ -4,16 +4,19 @@ the AST alone; the worker's safe executor (``fxscope.worker.safe_module``) follo
 A notebook is never run as such: its training loops, data loading and downloads must not start
 when fxscope builds a class it defines. Of its top-level statements, in order:
 
-- ``import``/``from ... import``, ``def``, ``class`` (with their decorators), ``pass``, docstrings,
-  ``torch.fx.wrap("name")`` (it changes what fx traces) and ``try`` blocks made only of those
-  (optional imports) run as Python runs them (``run``);
+- ``import``/``from ... import``, ``def``, ``class`` (with their decorators), ``pass``, docstrings
+  and ``try`` blocks made only of those (optional imports) run as Python runs them (``run``),
+  unless the definition's default arguments or class body would do work
+  (:mod:`fxscope.project.work`);
 - assignments (``x = ...``, ``x: T = ...``, ``x += ...``, ``cfg.depth = 2``, ``table["k"] = v``,
   ``Net.forward = forward`` on a class of the module itself) are evaluated by a small interpreter
   that allows only literals, names already set, arithmetic and calls of constructors fxscope makes
   on its own (``assign``), and so are ``parser.add_argument(...)`` statements (an ``argparse``
-  parser is built as written and ``parser.parse_args()`` parses an empty command line);
+  parser is built as written and ``parser.parse_args()`` parses an empty command line) and
+  ``f("name")`` calls (run when ``f`` is ``torch.fx.wrap`` itself: it changes what fx traces);
 - everything else is skipped: loops, ``if``/``with`` blocks, calls (``train()``, ``model.fit()``),
-  IPython magics. A name a skipped statement binds is undefined from there on.
+  IPython magics, and a statement that would rebind a module attribute the import set
+  (``__name__``). A name a skipped statement binds is undefined from there on.
 
 :func:`dependencies` says which module-level names a class's constructor and forward (and what
 they call) use, so that a class using a skipped name is reported instead of failing on it.
