@@ -222,7 +222,7 @@ class _Workspace:
             if module is None and name != "builtins":
                 return True  # a module that is not imported: made by exec, or a faked name
             file = module.get("__file__") if module is not None else None
-            if isinstance(file, str) and self.is_user_file(os.path.abspath(file)):
+            if type(file) is str and self.is_user_file(os.path.abspath(file)):
                 return True
             for value in attrs.values():
                 inner = value.__func__ if _one_of(type(value), (classmethod, staticmethod)) else value
@@ -266,7 +266,7 @@ def _is_config_class(cls: type) -> bool:
     if any("__dataclass_fields__" in vars(k) for k in mro) or (issubclass(cls, tuple) and any("_fields" in vars(k)
                                                                                             for k in mro)):
         return True
-    if issubclass(cls, enum.Enum) or cls.__name__.endswith(_CONFIG_SUFFIXES):
+    if issubclass(cls, enum.Enum) or vars(type)["__name__"].__get__(cls).endswith(_CONFIG_SUFFIXES):
         return True
     configs = _module_dict("transformers.configuration_utils")
     base = configs.get("PretrainedConfig") if configs is not None else None
@@ -359,7 +359,7 @@ class Evaluator:
             if node.attr in attrs:
                 return attrs[node.attr]
             file = attrs.get("__file__")
-            if attrs.get("__name__") == self.workspace.module or not isinstance(file, str) \
+            if attrs.get("__name__") == self.workspace.module or type(file) is not str \
                     or self.workspace.is_user_file(os.path.abspath(file)):
                 raise NotAllowed(f"`{_text(node)}` is not set in a workspace module")  # its __getattr__ is not run
             return getattr(obj, node.attr)  # a library module's lazy attribute
@@ -763,6 +763,8 @@ def _mutable_value(obj: Any) -> bool:
     """A configuration object an assignment may change (``cfg.depth = 2``)."""
     if _one_of(type(obj), (types.SimpleNamespace, argparse.Namespace, dict)):
         return True
+    if not _one_of(type(type(obj)), _TRUSTED_METACLASSES):
+        return False  # a metaclass of its own: nothing about the object is read
     return not issubclass(type(obj), (type, types.ModuleType)) and _is_config_class(type(obj))
 
 
