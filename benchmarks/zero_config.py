@@ -304,16 +304,27 @@ def import_class(repo_dir: Path, target: dict[str, Any]) -> Any:
     import types
 
     from fxscope.project.toplevel import is_script
+    from fxscope.project.work import Modules
     from fxscope.worker.safe_module import run_script
 
     module = module_name(repo_dir, target["file"])
     path = repo_dir / target["file"]
     tree = ast.parse(path.read_bytes(), str(path))
-    if is_script(tree):
+
+    def find(name: str) -> str | None:  # the repository's own modules, as the worker reads them
+        base = repo_dir.joinpath(*name.split("."))
+        found = [c for c in (base / "__init__.py", base.with_suffix(".py")) if c.is_file()]
+        return str(found[0]) if found else None
+
+    modules = Modules(find, lambda p: Path(p).read_bytes(),
+                      lambda level, name: level > 0 or find(name.partition(".")[0]) is not None)
+    top = modules.toplevel(tree, module or path_module_name(target["file"]), path.name == "__init__.py")
+    if is_script(tree, top=top):
         obj: Any = types.ModuleType(module or path_module_name(target["file"]))
         obj.__file__ = str(path)
         sys.modules[obj.__name__] = obj
-        run_script(tree, obj, str(path))
+        root = str(repo_dir.resolve()) + os.sep
+        run_script(tree, obj, str(path), top, lambda file: file.startswith(root))
     elif module:
         obj = importlib.import_module(module)
     else:

@@ -133,7 +133,7 @@ def test_the_plan_runs_definitions_and_skips_work() -> None:
         "class Net: pass\n")
     steps = [(s.kind, s.names, s.reason) for s in plan(tree)]
     assert steps == [
-        ("run", ("torch",), None), ("run", ("einops",), None), ("run", (), None),
+        ("run", ("torch",), None), ("run", ("einops",), None), ("assign", ("torch",), None),
         ("assign", ("cfg",), None), ("assign", ("cfg",), None),
         ("skip", ("epoch", "loss"), "a loop"), ("skip", (), "a call of `train`"),
         ("skip", ("fh", "data"), "a `with` block"), ("skip", (), "an `if` block"), ("run", ("Net",), None)]
@@ -152,8 +152,9 @@ def test_dependencies_follow_what_build_and_forward_reach() -> None:
 
 @pytest.mark.parametrize(("source", "script"), [
     ("def main():\n    pass\nif __name__ == '__main__':\n    main()\n", False),
-    ("def main():\n    pass\nmain()\n", True),
-    ("import fire\ndef train(lr=0.1):\n    pass\nfire.Fire(train)\n", True),
+    ("def main():\n    pass\nmain()\n", False),  # runs nothing that could be work
+    ("def main():\n    for _ in range(3):\n        pass\nmain()\n", True),
+    ("import fire\ndef train(lr=0.1):\n    for _ in range(3):\n        pass\nfire.Fire(train)\n", True),
     ("for epoch in range(2):\n    pass\n", True),
     ("import logging\nlogging.basicConfig()\nclass A: pass\n", False),
     ("torch.fx.wrap('f')\ndef f(x):\n    return x\n", False),

@@ -78,8 +78,8 @@ def test_skipped_names_are_unset_from_there_on() -> None:
     assert "x" not in ns and "y" not in ns and "uses" not in ns and "n" not in ns
     assert ns["torch"] is torch  # a module is not unset by a call on it
     assert skipped["x"] == "a call of `torch.randn`"
-    assert skipped["y"] == "it uses `x`, which fxscope did not set"
-    assert skipped["uses"] == "it uses `x`, which fxscope did not set either"
+    assert skipped["y"] == "it uses `x`, which fxscope did not set (a call of `torch.randn`)"
+    assert skipped["uses"] == "it uses `x`, which fxscope did not set either (a call of `torch.randn`)"
     assert skipped["epoch"] == skipped["loss"] == "a loop"
     assert skipped["n"] == "a call of `n.bit_length`"
 
@@ -167,3 +167,135 @@ def test_a_parser_that_would_run_code_or_exit_is_skipped(extra: str, why: str) -
 def test_parsing_an_explicit_command_line_is_not_run() -> None:
     _, skipped = run(PARSER + "opt = parser.parse_args(['--cuda'])\n")
     assert "explicit command line" in skipped["opt"]
+
+
+# ---------------------------------------------------------------------------------------------
+# the evaluator runs only what it can prove harmless: the script's own code never runs
+
+CALLED: list[str] = []
+
+
+def _calls(tag: str) -> None:
+    CALLED.append(tag)
+
+
+HARMLESS_HEADER = ("import argparse\nimport math\nimport os\nfrom collections import defaultdict\n"
+                   "from dataclasses import dataclass, field\n")
+
+
+@pytest.mark.parametrize(("source", "name", "why"), [
+    ("def score(x):\n    _calls('key')\n    return x\nORDER = sorted([2, 1], key=score)", "ORDER",
+     "hands a callable to a builtin"),
+    ("def score(x):\n    _calls('max')\n    return x\nTOP = max([2, 1], key=score)", "TOP", "hands a callable"),
+    ("RAN = max(['true'], key=os.system)", "RAN", "hands a callable"),
+    ("def make():\n    _calls('factory')\n    return 1\nTABLE = defaultdict(make)", "TABLE", "hands a callable"),
+    ("def wrap(name):\n    _calls('wrap')\nwrap('helper')\nLEVEL = 1\nLEVEL = LEVEL + wrap('x')", "LEVEL",
+     "a call of `wrap`"),
+    ("__name__ = 'math'\ndef sqrt(x):\n    _calls('name')\n    return 2.0\nROOT = sqrt(4.0)", "ROOT",
+     "a call of `sqrt`"),
+    ("@dataclass\nclass Cfg:\n    dim: int = 4\n    @property\n    def width(self):\n        _calls('property')\n"
+     "        return 8\ncfg = Cfg()\nWIDTH = cfg.width", "WIDTH", "property"),
+    ("class LenConfig:\n    def __len__(self):\n        _calls('len')\n        return 4\nN = len(LenConfig())", "N",
+     "`LenConfig`'s own code"),
+    ("class LazyConfig:\n    def __getattr__(self, name):\n        _calls('getattr')\n        return 4\n"
+     "DIM = LazyConfig().dim", "DIM", "computes its attributes"),
+    ("class EqConfig:\n    def __eq__(self, other):\n        _calls('eq')\n        return True\n"
+     "SAME = EqConfig() == 3", "SAME", "own code"),
+    ("class TruthConfig:\n    def __bool__(self):\n        _calls('bool')\n        return True\n"
+     "PICK = 1 if TruthConfig() else 2", "PICK", "own code"),
+    ("@dataclass\nclass PostConfig:\n    dim: int = 4\n    def __post_init__(self):\n        _calls('post')\n"
+     "cfg = PostConfig()", "cfg", "runs its own `__post_init__`"),
+    ("class InitConfig:\n    def __init__(self):\n        _calls('init')\ncfg = InitConfig()", "cfg",
+     "runs its own `__init__`"),
+    ("def default_layers():\n    _calls('default_factory')\n    return [1]\n@dataclass\nclass FactoryConfig:\n"
+     "    layers: list = field(default_factory=default_layers)\ncfg = FactoryConfig()", "cfg", "default_factory"),
+    ("class Options(argparse.ArgumentParser):\n    def add_argument(self, *a, **k):\n        _calls('subclass')\n"
+     "opts = Options()", "opts", "constructor on a class of the workspace's"),
+    ("@dataclass\nclass Cfg:\n    dim: int = 4\n    def scaled(self):\n        _calls('method')\n        return 8\n"
+     "cfg = Cfg()\nBIG = cfg.scaled()", "BIG", "a call of `cfg.scaled`"),
+    ("@dataclass\nclass Cfg:\n    dim: int = 4\n    @classmethod\n    def small(cls):\n        _calls('classmethod')\n"
+     "        return cls()\ncfg = Cfg.small()", "cfg", "a call of `Cfg.small`"),
+])
+def test_the_scripts_own_code_never_runs(source: str, name: str, why: str) -> None:
+    CALLED.clear()
+    ns, skipped = run(HARMLESS_HEADER + source + "\n", _calls=_calls)
+    assert CALLED == []
+    assert name not in ns and why in skipped[name], skipped
+
+
+PARSER_HEAD = "import argparse\ndef size(s):\n    _calls('type')\n    return 1\n"
+
+
+@pytest.mark.parametrize(("source", "name", "why"), [
+    ("class Fmt(argparse.HelpFormatter):\n    def __init__(self, *a, **k):\n        _calls('formatter')\n"
+     "parser = argparse.ArgumentParser(formatter_class=Fmt)", "parser", "`formatter_class`"),
+    ("parser = argparse.ArgumentParser()\nparser.add_argument('--size', type=size)\n"
+     "parser.set_defaults(size='3')\nopt = parser.parse_args()", "opt", "converts with `size`"),
+    ("parser = argparse.ArgumentParser()\nparser.set_defaults(size='3')\nparser.add_argument('--size', type=size)\n"
+     "opt = parser.parse_args()", "opt", "converts with `size`"),
+    ("parser = argparse.ArgumentParser(argument_default='5')\nparser.add_argument('--n', type=size)\n"
+     "opt = parser.parse_args()", "opt", "converts with `size`"),
+    ("base = argparse.ArgumentParser(add_help=False)\nbase.add_argument('--n', type=size, default='4')\n"
+     "parser = argparse.ArgumentParser(parents=[base])\nopt = parser.parse_args()", "opt", "converts with `size`"),
+    ("class Act(argparse._StoreAction):\n    def __init__(self, *a, **k):\n        _calls('action')\n"
+     "        super().__init__(*a, **k)\nparser = argparse.ArgumentParser()\nparser.add_argument('--x', action=Act)",
+     "parser", "`action` class"),
+    ("class Choices(list):\n    def __iter__(self):\n        _calls('choices')\n        return iter([1])\n"
+     "parser = argparse.ArgumentParser()\nparser.add_argument('--x', choices=Choices([1]))", "parser",
+     "not a constructor fxscope calls"),
+])
+def test_argparse_runs_only_argparse(source: str, name: str, why: str) -> None:
+    CALLED.clear()
+    ns, skipped = run(PARSER_HEAD + source + "\n", _calls=_calls)
+    assert CALLED == []
+    assert name not in ns and why in skipped[name], skipped
+
+
+@pytest.mark.parametrize(("source", "name"), [
+    ("x = 10 ** 4000\nx = x ** 4000", "x"),
+    ("x = 3\nx = x ** 40000\n", "x"),
+    ("x = 1 << 10000\nx = x << 100000\n", "x"),
+    ("x = 7 ** 9000\nx = x * x\nx = x * x\nx = x * x\n", "x"),
+    ("s = 'ab' * 400000\ns = s + s\n", "s"),
+    ("row = [0] * 1000\ngrid = [row] * 1000\ncube = [grid] * 1000\nPEAK = max(cube)", "PEAK"),
+    ("row = [0] * 1000\ngrid = [row] * 1000\nSAME = grid == [row] * 1000", "SAME"),
+    ("TOTAL = sum(range(10 ** 12))", "TOTAL"),
+    ("N = len(range(10 ** 20))", "N"),
+    ("import math\nF = math.factorial(10 ** 6)", "F"),
+    ("X = pow(10, 10 ** 6)", "X"),
+])
+def test_work_is_bounded_by_its_result(source: str, name: str) -> None:
+    """Each of these would run for minutes or hours: refused before computing."""
+    ns, skipped = run(source + "\n")
+    assert name not in ns and "too large" in skipped[name], skipped
+
+
+def test_what_stays_allowed() -> None:
+    ns, skipped = run("import math\nimport torch\nfrom collections import defaultdict\n"
+                      "from dataclasses import dataclass\n@dataclass(frozen=True)\nclass Cfg:\n    dim: int = 4\n"
+                      "cfg = Cfg(dim=2 ** 6)\nORDER = sorted(['b', 'a'], key=str.lower)\nTOP = max([3, 1], key=abs)\n"
+                      "TABLE = defaultdict(list)\nROOT = math.sqrt(cfg.dim)\nBIG = 10 ** 300\nshape = (1, 28, 28)\n"
+                      "N = math.prod(shape)\nrow = [0] * 1000\ngrid = [row] * 1000\nDIM = cfg.dim\n"
+                      "torch.fx.wrap('helper')\nfrom torch.fx import wrap as leaf\nleaf('other')\n"
+                      "import enum\nclass Mode(enum.Enum):\n    TRAIN = 'train'\nMODE = Mode.TRAIN.value\n")
+    assert not skipped
+    assert (ns["ORDER"], ns["TOP"], ns["ROOT"], ns["N"], ns["DIM"], ns["MODE"]) == (["a", "b"], 3, 8.0, 784, 64,
+                                                                                   "train")
+
+
+def test_objects_imported_from_the_workspace_are_told_by_their_code_not_their_names() -> None:
+    """An object of a workspace class reaches a script by import: whatever its class claims to be
+    (a faked ``__module__``, a ``__class__`` property, a metaclass), none of its code runs."""
+    CALLED.clear()
+    namespace = {"__name__": "other_module"}
+    exec(compile("class Meta(type):\n    def __call__(cls, *a, **k):\n        _calls('meta')\n"  # noqa: S102
+                 "class MetaConfig(metaclass=Meta):\n    pass\n"
+                 "class Disguised:\n    __module__ = 'math'\n    @property\n    def __class__(self):\n"
+                 "        _calls('class')\n        return dict\n    def __len__(self):\n        _calls('len')\n"
+                 "        return 1\n    def __getattr__(self, name):\n        _calls('getattr')\n        return 1\n"
+                 "obj = Disguised()\n", "<workspace>", "exec"), {**namespace, "_calls": _calls}, namespace)
+    ns, skipped = run("cfg = MetaConfig()\nN = len(obj)\nX = obj.x\nORDER = sorted([obj])\nSAME = obj == 1\n"
+                      "PICK = 1 if obj else 2\nT = {obj: 1}\n", MetaConfig=namespace["MetaConfig"], obj=namespace["obj"])
+    assert CALLED == []
+    assert set(skipped) == {"cfg", "N", "X", "ORDER", "SAME", "PICK", "T"}
+    assert "metaclass" in skipped["cfg"] and "computes its attributes" in skipped["X"]

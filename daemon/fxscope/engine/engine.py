@@ -48,9 +48,9 @@ ABSENT = "absent"
 
 #: Version of what the engine stores per target (2: root-relative paths; 3: class targets carry the
 #: key of the recipes they were built from, and their build; 4: notebooks, and scripts imported
-#: without their work; 5: scripts' argparse defaults, and the job's argv is the target's file);
-#: part of every cache key.
-PAYLOAD_FORMAT = 5
+#: without their work; 5: scripts' argparse defaults, and the job's argv is the target's file; 6: scripts
+#: by what their top level calls, and the safe evaluator runs no workspace code); part of every cache key.
+PAYLOAD_FORMAT = 6
 
 #: Characters of a job's captured stdout/stderr kept with its result (the tail).
 OUTPUT_KEPT = 8192

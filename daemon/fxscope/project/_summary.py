@@ -22,12 +22,13 @@ from .callsites import CallSite, markdown_examples, python_examples
 from .files import is_racy
 from .notebooks import NotebookError, is_notebook, notebook_tree, read_notebook
 from .toplevel import is_main_guard, is_script, plan
+from .work import TopLevel
 
 __all__ = ["SUMMARY_FORMAT", "ClassInfo", "Summary", "cache_stats", "clear_cache", "file_kind", "is_markdown",
            "summary_of_bytes", "summary_of_file", "summary_of_text"]
 
 #: Version of :meth:`Summary.to_json`; persisted summaries of another version are not used.
-SUMMARY_FORMAT = 7
+SUMMARY_FORMAT = 8
 
 #: Markdown files longer than this are not read for examples.
 MAX_MARKDOWN_CHARS = 1 << 20
@@ -381,7 +382,9 @@ def summarize(source: str | bytes) -> Summary:
     except (ValueError, RecursionError, MemoryError) as exc:
         return Summary({}, (), {}, (), (1, 1, str(exc) or type(exc).__name__))
     text = source if isinstance(source, str) else source.decode("utf-8", "replace")
-    return _summary(text, tree, runs_only=is_script(tree))
+    # Other files are not read here: their functions are taken for inert, so a class the worker's
+    # fuller view skips is still a target (FXS407 there), never silently missing.
+    return _summary(text, tree, runs_only=is_script(tree, top=TopLevel(tree, unread_inert=True)))
 
 
 def _summary(text: str, tree: ast.Module, *, runs_only: bool, magic_lines: frozenset[int] = frozenset(),

@@ -4,16 +4,19 @@ the AST alone; the worker's safe executor (``fxscope.worker.safe_module``) follo
 A notebook is never run as such: its training loops, data loading and downloads must not start
 when fxscope builds a class it defines. Of its top-level statements, in order:
 
-- ``import``/``from ... import``, ``def``, ``class`` (with their decorators), ``pass``, docstrings,
-  ``torch.fx.wrap("name")`` (it changes what fx traces) and ``try`` blocks made only of those
-  (optional imports) run as Python runs them (``run``);
+- ``import``/``from ... import``, ``def``, ``class`` (with their decorators), ``pass``, docstrings
+  and ``try`` blocks made only of those (optional imports) run as Python runs them (``run``),
+  unless the definition's default arguments or class body would do work
+  (:mod:`fxscope.project.work`);
 - assignments (``x = ...``, ``x: T = ...``, ``x += ...``, ``cfg.depth = 2``, ``table["k"] = v``,
   ``Net.forward = forward`` on a class of the module itself) are evaluated by a small interpreter
   that allows only literals, names already set, arithmetic and calls of constructors fxscope makes
   on its own (``assign``), and so are ``parser.add_argument(...)`` statements (an ``argparse``
-  parser is built as written and ``parser.parse_args()`` parses an empty command line);
+  parser is built as written and ``parser.parse_args()`` parses an empty command line) and
+  ``f("name")`` calls (run when ``f`` is ``torch.fx.wrap`` itself: it changes what fx traces);
 - everything else is skipped: loops, ``if``/``with`` blocks, calls (``train()``, ``model.fit()``),
-  IPython magics. A name a skipped statement binds is undefined from there on.
+  IPython magics, and a statement that would rebind a module attribute the import set
+  (``__name__``). A name a skipped statement binds is undefined from there on.
 
 :func:`dependencies` says which module-level names a class's constructor and forward (and what
 they call) use, so that a class using a skipped name is reported instead of failing on it.
@@ -32,12 +35,21 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from fxscope.project._names import dotted_name
+from fxscope.project.work import TopLevel, Work, WorkspaceImport, is_main_guard, script_reason
 
-__all__ = ["Step", "dependencies", "is_main_guard", "is_script", "plan", "runnable_classes"]
+__all__ = ["Step", "Work", "dependencies", "is_main_guard", "is_script", "plan", "protected_name",
+           "runnable_classes", "script_reason"]
 
 _BUILTINS = frozenset(dir(builtins))
-#: Calls of these (dotted as written) are registrations fx itself reads: run as written.
-_FX_WRAP = frozenset({"torch.fx.wrap", "fx.wrap", "wrap"})
+#: Module attributes a statement may set (the others are the import's: ``__name__``, ``__spec__``...).
+_SETTABLE_DUNDERS = frozenset({"__all__", "__version__", "__author__", "__license__", "__copyright__", "__email__",
+                               "__status__", "__credits__", "__maintainer__", "__doc__"})
+
+
+def protected_name(name: str) -> bool:
+    """A module attribute the import sets and fxscope keeps (``__name__``, ``__spec__``, ``__file__``,
+    ``__builtins__``, its own records): a statement that would rebind one is not run."""
+    return name.startswith("__") and name.endswith("__") and name not in _SETTABLE_DUNDERS
 #: Methods of a class that building and tracing it call.
 _ENTRY_METHODS = ("__init__", "__post_init__", "__new__", "forward", "__call__", "_forward_impl")
 
@@ -118,11 +130,12 @@ def bound_names(stmt: ast.stmt) -> tuple[str, ...]:
 
 
 def _is_fx_wrap(stmt: ast.stmt) -> bool:
-    """``torch.fx.wrap("name")`` with a literal name."""
+    """``f("name")``: a call that registers a leaf function when ``f`` is ``torch.fx.wrap`` (the
+    executor checks what ``f`` resolves to before running it)."""
     if not (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call)):
         return False
     call = stmt.value
-    return (dotted_name(call.func) in _FX_WRAP and len(call.args) == 1 and not call.keywords
+    return (dotted_name(call.func) is not None and len(call.args) == 1 and not call.keywords
             and isinstance(call.args[0], ast.Constant) and isinstance(call.args[0].value, str))
 
 
@@ -137,8 +150,6 @@ def _runs(stmt: ast.stmt) -> bool:
     if isinstance(stmt, (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Pass)):
         return True
     if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant):
-        return True
-    if _is_fx_wrap(stmt):
         return True
     if isinstance(stmt, ast.Try) or (sys.version_info >= (3, 11) and isinstance(stmt, ast.TryStar)):
         inner = [*stmt.body, *stmt.orelse, *stmt.finalbody, *(s for h in stmt.handlers for s in h.body)]
@@ -157,6 +168,8 @@ _PARSER_BUILDING = frozenset({"add_argument", "set_defaults"})
 
 
 def _assignment(stmt: ast.stmt) -> bool:
+    if _is_fx_wrap(stmt):
+        return True  # evaluated: run when its name is torch.fx.wrap itself
     if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):  # parser.add_argument("--dim", ...)
         func = stmt.value.func
         return isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.attr in _PARSER_BUILDING
@@ -201,16 +214,26 @@ def _reason(stmt: ast.stmt) -> str:
     return "a statement fxscope does not run"
 
 
-def plan(tree: ast.Module, magic_lines: Iterable[int] = ()) -> tuple[Step, ...]:
+def plan(tree: ast.Module, magic_lines: Iterable[int] = (), top: TopLevel | None = None) -> tuple[Step, ...]:
     """How each top-level statement of ``tree`` is treated; ``magic_lines`` are the lines where
-    IPython syntax was neutralised (always skipped)."""
+    IPython syntax was neutralised (always skipped). A definition whose default arguments or class
+    body would do work (:mod:`fxscope.project.work`) is skipped, and so is a statement that would
+    rebind a module attribute the import set (``__name__ = ...``); ``top``: the module's analysis
+    when built with a reader of the workspace modules it imports."""
     magic = frozenset(magic_lines)
+    top = top or TopLevel(tree)
     steps = []
     for index, stmt in enumerate(tree.body):
-        names = () if _is_fx_wrap(stmt) else bound_names(stmt)
+        names = bound_names(stmt)
         where = (stmt.lineno, stmt.col_offset + 1, stmt.end_lineno or stmt.lineno, (stmt.end_col_offset or 0) + 1)
+        rebound = next((n for n in names if protected_name(n)), None)
+        work = top.definition_work(stmt)
         if stmt.lineno in magic:
             steps.append(Step(index, "skip", names, *where, "an IPython magic or shell command"))
+        elif rebound is not None:
+            steps.append(Step(index, "skip", names, *where, f"it rebinds `{rebound}`, which the import set"))
+        elif work is not None:
+            steps.append(Step(index, "skip", names, *where, f"its definition runs work ({work.reason})"))
         elif _runs(stmt):
             steps.append(Step(index, "run", names, *where))
         elif _assignment(stmt):
@@ -221,13 +244,14 @@ def plan(tree: ast.Module, magic_lines: Iterable[int] = ()) -> tuple[Step, ...]:
 
 
 def runnable_classes(tree: ast.Module) -> set[str]:
-    """Names of the classes a plan defines (top-level ``class`` statements, and those in runnable
+    """Names of the classes a plan defines (``class`` statements it runs, and those in runnable
     ``try`` blocks): the only ones a notebook can have as targets."""
     found: set[str] = set()
-    for stmt in tree.body:
-        if isinstance(stmt, ast.ClassDef):
+    for step in plan(tree):
+        stmt = tree.body[step.index]
+        if step.kind == "run" and isinstance(stmt, ast.ClassDef):
             found.add(stmt.name)
-        elif _runs(stmt) and isinstance(stmt, ast.Try):
+        elif step.kind == "run" and isinstance(stmt, ast.Try):
             found.update(s.name for s in stmt.body if isinstance(s, ast.ClassDef))
     return found
 
@@ -365,33 +389,16 @@ def _uses(node: ast.stmt, defined: dict[str, ast.stmt]) -> Iterator[ast.Name]:
 # scripts
 
 
-def is_main_guard(test: ast.expr) -> bool:
-    """``__name__ == "__main__"`` (either way round)."""
-    if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq)):
-        return False
-    sides = (test.left, test.comparators[0])
-    return any(isinstance(a, ast.Name) and a.id == "__name__" for a in sides) and any(
-        isinstance(b, ast.Constant) and b.value == "__main__" for b in sides)
+def is_script(tree: ast.Module, workspace_import: WorkspaceImport | None = None, top: TopLevel | None = None) -> bool:
+    """Whether a ``.py`` file does work when imported (:func:`fxscope.project.work.script_reason`:
+    outside ``if __name__ == "__main__":`` its top level loops, or calls workspace code that is
+    not inert); ``workspace_import`` says which imports bring workspace code (default: relative
+    ones; ``top``: its analysis, built with a reader of the modules it imports). Such a file is
+    imported like a notebook (see the module docstring).
 
-
-def is_script(tree: ast.Module) -> bool:
-    """Whether a ``.py`` file runs work when imported: outside ``if __name__ == "__main__":``, its
-    top level has a loop, or calls a function the file defines (``main()``, ``train(model)``,
-    ``fire.Fire(main)``). Such a file is imported like a notebook (see the module docstring).
-
-    >>> is_script(ast.parse("def main():\\n    pass\\nmain()\\n")), is_script(ast.parse("def main(): pass\\n"))
-    (True, False)
-    >>> is_script(ast.parse("for epoch in range(3):\\n    step()\\n"))
+    >>> is_script(ast.parse("def main():\\n    for _ in range(3): pass\\nstatus = main()\\n"))
     True
+    >>> is_script(ast.parse("def setup():\\n    return 2\\nLEVEL = setup()\\n"))
+    False
     """
-    functions = {s.name for s in tree.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))}
-    for stmt in tree.body:
-        if isinstance(stmt, ast.If) and is_main_guard(stmt.test):
-            continue
-        if isinstance(stmt, (ast.For, ast.AsyncFor, ast.While)):
-            return True
-        if isinstance(stmt, ast.Expr) and isinstance(stmt.value, (ast.Call, ast.Await)) and functions:
-            names = {n.id for n in ast.walk(stmt.value) if isinstance(n, ast.Name)}
-            if names & functions:
-                return True
-    return False
+    return script_reason(tree, workspace_import, top) is not None

@@ -18,7 +18,6 @@ Example::
 
 from __future__ import annotations
 
-import ast
 import hashlib
 import importlib.abc
 import importlib.machinery
@@ -28,10 +27,13 @@ import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-__all__ = ["OverlayFinder", "OverlayLoader", "get_overlay", "install_overlays", "register_source",
-           "serve_from_source", "served_digest"]
+if TYPE_CHECKING:
+    from fxscope.project.work import Modules
+
+__all__ = ["OverlayFinder", "OverlayLoader", "get_overlay", "install_overlays", "is_user_path", "register_source",
+           "serve_from_source", "served_digest", "workspace_import"]
 
 _overlays: dict[str, str] = {}
 _finder: OverlayFinder | None = None
@@ -39,6 +41,7 @@ _from_source: Callable[[str], bool] | None = None
 _real_root: str | None = None  # realpath of the workspace root + os.sep, once confined
 _served: dict[str, str] = {}  # normalised path -> sha256 of the source bytes given to the compiler
 _sources: dict[str, str] = {}  # normalised path -> the Python source compiled for a file that is not one (a notebook)
+_modules: Modules | None = None  # the workspace modules read for judging scripts (workspace_modules)
 
 
 def _norm(path: str) -> str:
@@ -81,17 +84,20 @@ class OverlayLoader(importlib.machinery.SourceFileLoader):
 
     def exec_module(self, module: ModuleType) -> None:
         """Run the module's source; a script (``fxscope.project.toplevel.is_script``: its top
-        level runs a loop or calls its own functions) runs through the safe executor instead."""
+        level would call workspace code that does work) runs through the safe executor instead."""
         if not self.path.endswith(".py"):
             super().exec_module(module)
             return
-        tree = ast.parse(self.get_data(self.path), self.path)
+        modules = workspace_modules()
+        path = os.path.abspath(self.path)
+        tree = modules.tree(path, self.get_data(self.path))  # parsed once with the judging of its importers
         from fxscope.project.toplevel import is_script
 
-        if is_script(tree):
+        top = modules.toplevel(tree, self.name, os.path.basename(self.path) == "__init__.py", path)
+        if is_script(tree, top=top):
             from fxscope.worker.safe_module import run_script
 
-            run_script(tree, module, self.path)
+            run_script(tree, module, self.path, top)
             return
         exec(compile(tree, self.path, "exec", dont_inherit=True), module.__dict__)  # noqa: S102
 
@@ -186,13 +192,79 @@ def _updatecache(filename: str, module_globals: Any = None) -> list[str]:
     return lines
 
 
+def is_user_path(path: str) -> bool:
+    """Whether ``path`` (absolute) is a workspace file this process loads from source."""
+    return _from_source is not None and _from_source(path)
+
+
+def workspace_import(level: int, module: str) -> bool:
+    """Whether an import statement (``level``, ``module``) brings workspace code: a relative
+    import, or a top-level package or module found (without importing it) among workspace files."""
+    if level > 0:
+        return True
+    head = module.partition(".")[0]
+    if not head or _from_source is None:
+        return False
+    found = sys.modules.get(head)
+    if isinstance(found, ModuleType):
+        attrs = vars(found)  # never the module's own __getattr__
+        origin, locations = attrs.get("__file__"), list(attrs.get("__path__") or ())
+    else:
+        try:
+            spec = importlib.machinery.PathFinder.find_spec(head)
+        except (ImportError, ValueError):
+            return False
+        if spec is None:
+            return False
+        origin, locations = spec.origin, list(spec.submodule_search_locations or ())
+    paths = [origin] if isinstance(origin, str) else []
+    paths += [os.path.join(location, "__init__.py") for location in locations if isinstance(location, str)]
+    return any(is_user_path(os.path.abspath(path)) for path in paths)
+
+
+def workspace_modules() -> Modules:
+    """The workspace modules this process can read (files under the workspace on ``sys.path``,
+    overlays first), for judging what a script's top level calls."""
+    global _modules
+    if _modules is None:
+        from fxscope.project.work import Modules
+
+        _modules = Modules(_find_workspace_module, _read_workspace_file, workspace_import)
+    return _modules
+
+
+def _find_workspace_module(name: str) -> str | None:
+    parts = name.split(".")
+    for entry in sys.path:
+        if not isinstance(entry, str):
+            continue
+        base = os.path.join(entry or os.getcwd(), *parts)
+        for candidate in (os.path.join(base, "__init__.py"), base + ".py"):
+            path = os.path.abspath(candidate)
+            if is_user_path(path) and (get_overlay(path) is not None or os.path.isfile(path)):
+                return path
+    return None
+
+
+def _read_workspace_file(path: str) -> str | bytes | None:
+    text = get_overlay(path)
+    if text is not None:
+        return text
+    try:
+        with open(path, "rb") as fh:
+            return fh.read()
+    except OSError:
+        return None
+
+
 def serve_from_source(is_user_file: Callable[[str], bool], root: str | None = None) -> None:
     """Load every module whose absolute ``.py`` path satisfies ``is_user_file`` from its source
     (or overlay), ignoring and never writing ``__pycache__``. With ``root``, such a module whose
     real path is outside ``root`` (a symlinked file or directory pointing elsewhere) is refused
     with an ImportError: only files under the workspace root are imported."""
-    global _from_source, _real_root
+    global _from_source, _real_root, _modules
     _from_source = is_user_file
+    _modules = None
     if root is not None:
         _real_root = os.path.realpath(root).rstrip(os.sep) + os.sep
     install_overlays({})
@@ -213,7 +285,8 @@ def _refuse_escape(fullname: str, origin: str) -> None:
 
 def install_overlays(overlays: Mapping[str, str]) -> None:
     """Serve ``overlays`` ({absolute file path: source text}) to imports and ``linecache``."""
-    global _finder
+    global _finder, _modules
+    _modules = None
     for path, text in overlays.items():
         key = _norm(path)
         _overlays[key] = text

@@ -33,7 +33,7 @@ from fxscope.project.notebooks import is_notebook
 from fxscope.worker.construct import AutomaticBuild
 from fxscope.worker.overlay import OverlayLoader, serve_from_source
 from fxscope.worker.safe_module import load_notebook, notebook_of
-from fxscope.worker.skips import name_errors, skipped_findings, uses_skipped
+from fxscope.worker.skips import import_of_skipped, name_errors, skipped_findings, uses_skipped
 from fxscope.worker.touched import error_files, touched_files
 from fxscope.project.discovery import Target
 from fxscope.worker.trace_job import TraceJob
@@ -391,6 +391,10 @@ def run_trace_job(raw_job: Mapping[str, Any]) -> dict[str, Any]:
             if isinstance(e, AttributeError) else {}
         if blocked:  # the class's own statement was skipped (it reads a name that was)
             return skip_for(blocked)
+        imported = import_of_skipped(e)  # `from script import NAME`, NAME set by a statement not run
+        if imported is not None:
+            return finish({"status": "skipped", "modules": [], "nodes": 0,
+                           "findings": skipped_findings(target, imported[1], imported[0])})
         msg = f"{type(e).__name__}: {e}" if not isinstance(e, SyntaxError) else f"SyntaxError: {e.msg}"
         return finish({"status": "error", "modules": [], "nodes": 0,
                        "findings": [_error_finding("FXS402", f"could not import: {msg}", e, is_user_file, fallback)]}, e)

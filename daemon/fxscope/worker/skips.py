@@ -12,6 +12,8 @@ from __future__ import annotations
 import ast
 import os
 import re
+import sys
+import types
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -20,9 +22,11 @@ from fxscope.project.discovery import Target
 from fxscope.project.toplevel import dependencies
 from fxscope.worker.safe_module import TREE, Skipped, skipped_of
 
-__all__ = ["name_errors", "skipped_findings", "uses_skipped"]
+__all__ = ["import_of_skipped", "name_errors", "skipped_findings", "uses_skipped"]
 
 _NOT_DEFINED = re.compile(r"name '([A-Za-z_][A-Za-z0-9_]*)' is not defined")
+_CANNOT_IMPORT = re.compile(r"cannot import name '([A-Za-z_][A-Za-z0-9_]*)' from '([A-Za-z_][A-Za-z0-9_.]*)'")
+_NO_ATTRIBUTE = re.compile(r"module '([A-Za-z_][A-Za-z0-9_.]*)' has no attribute '([A-Za-z_][A-Za-z0-9_]*)'")
 
 
 def _owner(target: Target) -> str:
@@ -49,27 +53,48 @@ def uses_skipped(target: Target, module: Any) -> dict[str, Skipped]:
 
 
 def name_errors(errors: Iterable[BaseException | str | None], module: Any) -> dict[str, Skipped]:
-    """The skipped names of ``module`` behind NameErrors (exceptions, or finding messages that
-    quote one) raised while building or tracing: what the static dependencies did not see
-    (a method reached through ``getattr``)."""
+    """The skipped names behind NameErrors of ``module`` (exceptions, or finding messages that
+    quote one) raised while building or tracing: what the static dependencies did not see (a
+    method reached through ``getattr``); and behind AttributeErrors of another script module
+    (``config.HIDDEN`` where ``config``'s statement setting it did not run)."""
     skipped = skipped_of(module)
-    if not skipped:
-        return {}
     found: dict[str, Skipped] = {}
     for error in errors:
         name = getattr(error, "name", None) if isinstance(error, NameError) else None
         if isinstance(name, str) and name in skipped:
             found[name] = skipped[name]
+        elif isinstance(error, AttributeError) and isinstance(getattr(error, "obj", None), types.ModuleType):
+            record = skipped_of(error.obj).get(error.name or "")
+            if record is not None:
+                found[error.name or ""] = record
         elif isinstance(error, str):
             for name in _NOT_DEFINED.findall(error):
                 if name in skipped:
                     found[name] = skipped[name]
+            for owner, name in _NO_ATTRIBUTE.findall(error):
+                record = skipped_of(sys.modules.get(owner)).get(name)
+                if record is not None:
+                    found[name] = record
     return found
+
+
+def import_of_skipped(error: BaseException) -> tuple[Any, dict[str, Skipped]] | None:
+    """The script module and its skipped name behind ``from script import NAME`` failing with
+    ImportError (the module fxscope imported without its work did not set ``NAME``): plain
+    Python, running the script, would have had it; None for any other error."""
+    if not isinstance(error, ImportError):
+        return None
+    found = _CANNOT_IMPORT.search(str(error))
+    if found is None:
+        return None
+    module = sys.modules.get(found.group(2))
+    record = skipped_of(module).get(found.group(1))
+    return (module, {found.group(1): record}) if record is not None else None
 
 
 def skipped_findings(target: Target, blocked: Mapping[str, Skipped], module: Any) -> list[dict[str, Any]]:
     """FXS407 at each statement ``target`` depends on (one per statement)."""
-    file = getattr(module, "__file__", None) or ""
+    default_file = getattr(module, "__file__", None) or ""
     owner = target.qualname if target.kind == "class" else target.factory
     by_statement: dict[Skipped, list[str]] = {}
     for name, record in blocked.items():
@@ -83,6 +108,7 @@ def skipped_findings(target: Target, blocked: Mapping[str, Skipped], module: Any
         else:
             message = (f"`{owner}` uses {quoted}, set by a statement fxscope does not run ({record.reason}), so "
                        f"`{owner}` is not built or traced")
+        file = record.file or default_file  # the statement may be another module's (a script it imports)
         where: dict[str, Any] = {"file": os.path.abspath(file), "line": record.line, "column": record.column}
         if record.end_line == record.line:  # a block is shown at its first line
             where.update(end_line=record.end_line, end_column=record.end_column)
