@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -311,3 +312,80 @@ def test_interpreter_without_torch_says_how_to_install_it(vsix: Path, tmp_path: 
     assert "fxscope: no torch" in result["status"], _explain(result)
     assert f"{python} -m pip install 'torch>=2.2'" in result["notification"], _explain(result)
     assert {"Select Interpreter", "Copy Install Command"} <= set(result.get("buttons") or []), _explain(result)
+
+
+#: A file of two classes whose forward waits while a hold file exists (so results cannot land
+#: while the test looks at the editor), opened in a workspace with many slow background classes.
+MOVING = "moving.py"
+MOVING_SOURCE = """import os
+import time
+
+import torch
+from torch import nn
+
+HOLD = {hold!r}
+
+
+def held():
+    for _ in range(400):
+        if not os.path.exists(HOLD):
+            return
+        time.sleep(0.05)
+
+
+class Gate(nn.Module):
+    def forward(self, x):
+        held()
+        if x.sum() > 0:
+            x = x * 2
+        return x
+
+
+class Scale(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+
+    def forward(self, x):
+        held()
+        return self.lin(x) * 2
+"""
+MOVING_IF_LINE, MOVING_CLASS_LINES = 20, (17, 25)
+BACKGROUND_CLASS = """import time
+
+from torch import nn
+
+
+class Background{i}(nn.Module):
+    def __init__(self):
+        super().__init__()
+        time.sleep(2)  # each background class takes seconds to build
+        self.lin = nn.Linear(4, 4)
+
+    def forward(self, x):
+        return self.lin(x)
+"""
+
+
+def test_open_file_first_and_lenses_follow_inserted_lines(vsix: Path, tmp_path: Path) -> None:
+    """A workspace of many slow classes: the opened file's diagnostics are shown while the rest
+    is still being traced; two lines inserted above its classes move its lenses and problems with
+    them before any new result exists."""
+    ws = copy_examples(tmp_path)
+    hold = tmp_path / "hold"
+    (ws / MOVING).write_text(MOVING_SOURCE.format(hold=str(hold)))
+    (ws / "background").mkdir()
+    for i in range(24):
+        (ws / "background" / f"model_{i}.py").write_text(BACKGROUND_CLASS.format(i=i))
+    result = _drive(vsix, ws, tmp_path / "moving", trusted=True, expect=f"FXS101 [Ln {MOVING_IF_LINE}",
+                    file=MOVING, hover=(0, 1), graph_line=0, extra_env={"FXSCOPE_INSERT": str(hold)})
+    assert not result["errors"], _explain(result)
+    # The opened file's problem was shown while the workspace was still being traced ("fxscope 5/40").
+    running = re.search(r"fxscope (\d+)/(\d+)", result["status"])
+    assert running and int(running.group(1)) < int(running.group(2)), _explain(result)
+    before = sorted({lens["line"] for lens in result.get("lensesBefore") or []})
+    after = sorted({lens["line"] for lens in result.get("lensesAfter") or []})
+    assert before == list(MOVING_CLASS_LINES), _explain(result) + json.dumps(result.get("lensesBefore"))
+    assert after == [line + 2 for line in MOVING_CLASS_LINES], _explain(result) + json.dumps(result.get("lensesAfter"))
+    assert any("FXS101" in p and f"[Ln {MOVING_IF_LINE + 2}" in p for p in result.get("problemsAfter") or []), \
+        _explain(result) + json.dumps(result.get("problemsAfter"))

@@ -20,10 +20,14 @@
 //   FXSCOPE_COMMANDS     "1": run Clear Cache and Re-trace Workspace, report the feedback each gives
 //   FXSCOPE_SCREENSHOTS  directory: save problems.png, hover.png and graph.png there
 //   FXSCOPE_E2E_TMP      scratch directory (profiles, extensions)
+//   FXSCOPE_INSERT       "<hold file>": once the Problems panel shows FXSCOPE_EXPECT, create that file (the
+//                        model's forward waits while it exists, so no new result can land), insert two
+//                        comment lines at the top of the file, and report where the code lenses and the
+//                        Problems rows are then; the hold file is removed before the run ends
 // Prints one JSON object on stdout; progress goes to stderr.
 
 import { spawn, spawnSync } from "node:child_process";
-import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { join } from "node:path";
 import { chromium } from "playwright-core";
@@ -55,6 +59,7 @@ const restartAtEnd = env("FXSCOPE_RESTART", "0") === "1";
 const shots = env("FXSCOPE_SCREENSHOTS", "");
 const [quickFixLine, quickFixTitle] = env("FXSCOPE_QUICKFIX", "|").split("|");
 const checkCommands = env("FXSCOPE_COMMANDS", "0") === "1";
+const insertHold = env("FXSCOPE_INSERT", "");
 const tmp = env("FXSCOPE_E2E_TMP");
 const timeoutMs = Number(env("FXSCOPE_E2E_TIMEOUT_MS", "240000"));
 
@@ -79,6 +84,7 @@ writeFileSync(join(userData, "User", "settings.json"), JSON.stringify({
   "update.mode": "none",
   "telemetry.telemetryLevel": "off",
   "editor.hover.delay": 100,
+  "editor.stickyScroll.enabled": false,
   "window.commandCenter": false,
   "chat.disableAIFeatures": true,
   "workbench.secondarySideBar.defaultVisibility": "hidden",
@@ -293,6 +299,46 @@ try {
     await page.screenshot({ path: join(shots, "problems.png") });
   }
   log("status:", result.status);
+  if (insertHold) {
+    /** The code lenses of the open editor: each one's text and the 1-based line it stands above. */
+    const lenses = async () => page.evaluate(() => {
+      const editor = document.querySelector(".monaco-editor");
+      if (!editor) return [];
+      const numbers = [...editor.querySelectorAll(".margin-view-overlays .line-numbers")]
+        .map((e) => ({ n: Number(e.textContent.trim()), top: e.getBoundingClientRect().top }))
+        .filter((x) => x.n > 0);
+      return [...editor.querySelectorAll(".codelens-decoration")].map((e) => {
+        const bottom = e.getBoundingClientRect().bottom;
+        const below = numbers.filter((x) => x.top >= bottom - 3).sort((a, b) => a.top - b.top)[0];
+        return { text: e.textContent.trim(), line: below ? below.n : null };
+      });
+    });
+    // The whole file in view: the Problems panel closed (a lens outside the viewport is not drawn).
+    await page.keyboard.press("Control+J");
+    await sleep(800);
+    while (Date.now() < deadline && (result.lensesBefore = await lenses()).length === 0) await sleep(500);
+    await sleep(1500);
+    result.lensesBefore = await lenses();
+    writeFileSync(insertHold, "held");
+    try {
+      await page.locator(".monaco-editor .view-lines").first().click();
+      await page.keyboard.press("Control+Home");
+      // Two empty lines first, then words on them: no state in between comments out a line.
+      await page.keyboard.press("Enter");
+      await page.keyboard.press("Enter");
+      await page.keyboard.press("Control+Home");
+      await page.keyboard.type("# two lines inserted above everything", { delay: 20 });
+      // The re-trace is held: what moves now moves by the server's mapping of the edit.
+      await sleep(4000);
+      result.lensesAfter = await lenses();
+      await page.keyboard.press("Control+Shift+M");
+      await sleep(800);
+      result.problemsAfter = (await readProblems()).map((t) => t.replace(/\s+/g, " ").trim());
+      log("lenses:", JSON.stringify({ before: result.lensesBefore, after: result.lensesAfter }));
+    } finally {
+      rmSync(insertHold, { force: true });
+    }
+  }
   if (file.endsWith(".ipynb")) {
     // A notebook opens in the notebook editor: its cells' editors show the diagnostics (drawn a
     // little after the Problems panel lists them).
