@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -262,7 +263,7 @@ def test_a_script_is_imported_without_its_work(tmp_path: Path) -> None:
 
 def test_a_notebook_is_found_by_watch_and_daemon_paths(notebook_ws: Path) -> None:
     """``fxscope check PATH`` with a notebook path checks that notebook's targets."""
-    proc = subprocess.run(["python", "-m", "fxscope", "check", "notebooks/model.ipynb", "--format", "json"],
+    proc = subprocess.run([sys.executable, "-m", "fxscope", "check", "notebooks/model.ipynb", "--format", "json"],
                           cwd=notebook_ws, env=cli_env(), capture_output=True, text=True, timeout=300)
     doc = json.loads(proc.stdout)
     assert {t["id"] for t in doc["targets"]} == {"notebooks/model.ipynb::Block", "notebooks/model.ipynb::Net",
