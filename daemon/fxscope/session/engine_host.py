@@ -14,6 +14,7 @@ from pathlib import Path
 from fxscope.engine.engine import Engine
 from fxscope.project.config import Config, ConfigError, load_config
 from fxscope.project.files import relpath
+from fxscope.model.sandbox import SandboxStatus
 from fxscope.session.data import ResultsEvent, SessionSettings
 
 __all__ = ["EngineHost", "Events"]
@@ -127,6 +128,11 @@ class EngineHost:
             return
         if engine is self.engine:
             self._worker = "ready"
+
+    def sandbox(self) -> SandboxStatus:
+        """Whether the workspace's code runs in the OS sandbox (the started worker's, else the one
+        it would get)."""
+        return self.engine.sandbox_status()
 
     def worker(self) -> tuple[str, str]:
         """The worker state (idle, starting, ready, ``failed: ...``) and the torch version."""
