@@ -298,8 +298,9 @@ class _Recorder:
     """The recent write and network attempts of user code (an audit hook; bounded)."""
 
     def __init__(self) -> None:
-        self.paths: deque[str] = deque(maxlen=64)
-        self.network: tuple[str, str] | None = None  # the last TCP connect or bind: (action, address)
+        self.paths: deque[str] = deque(maxlen=256)
+        #: recent TCP connects and binds: (action, address, calling code, its line)
+        self.network: deque[tuple[str, str, Any, int]] = deque(maxlen=16)
 
     def hook(self, event: str, args: tuple[Any, ...]) -> None:
         try:
@@ -312,10 +313,9 @@ class _Recorder:
             sock, address = args
             family = getattr(sock, "family", None)
             if family in (socket.AF_INET, socket.AF_INET6) and getattr(sock, "type", None) == socket.SOCK_STREAM:
-                self.network = (event[7:], _address(address))
-                return
-        elif event in _PATH_EVENTS or event == "open":
-            self.network = None  # a refusal raised after this is not the connection's
+                caller = sys._getframe(2)  # the Python frame that called connect/bind (0: here, 1: hook)
+                self.network.append((event[7:], _address(address), caller.f_code, caller.f_lineno))
+            return
         if event == "open":
             path, mode, flags = args
             if isinstance(path, (str, bytes)) and (
@@ -382,10 +382,24 @@ def _denial(error: BaseException) -> Denial | None:
             if any(os.path.abspath(p) == path for p in _recorder.paths) and not _writable_in_sandbox(path) \
                     and _permitted_without_sandbox(path):
                 return Denial("write", path)
-        if not names and code == errno.EACCES and _state.abi >= 4 and _recorder.network:
-            return Denial(*_recorder.network)
-    if code in (errno.ENETUNREACH, errno.EADDRNOTAVAIL) and _state.netns and _recorder.network:
-        return Denial(*_recorder.network)
+        if not names and code == errno.EACCES and _state.abi >= 4:
+            return _network_denial(error)
+    if code in (errno.ENETUNREACH, errno.EADDRNOTAVAIL) and _state.netns:
+        return _network_denial(error)
+    return None
+
+
+def _network_denial(error: BaseException) -> Denial | None:
+    """The connect or bind that raised ``error``: a recorded one made at the line where its
+    traceback ends (the call that failed)."""
+    tb = error.__traceback__
+    if tb is None:
+        return None
+    while tb.tb_next is not None:
+        tb = tb.tb_next
+    for action, address, code, line in reversed(_recorder.network):
+        if code is tb.tb_frame.f_code and line == tb.tb_lineno:
+            return Denial(action, address)
     return None
 
 
