@@ -79,6 +79,20 @@ except OSError:
 """ + CLASS
 
 
+# What plain Python allows and a sandboxed job needs too: temporary files (its own directory), a
+# POSIX semaphore (/dev/shm), a library cache written at import (redirected into the job's directory).
+ALLOWED = HEADER + """import multiprocessing
+import tempfile
+
+LOCK = multiprocessing.Lock()
+with tempfile.NamedTemporaryFile("w") as fh:
+    fh.write("scratch")
+CACHE = Path(os.environ["XDG_CACHE_HOME"]) / "allowed"
+CACHE.mkdir(parents=True, exist_ok=True)
+(CACHE / "entry").write_text("cached")
+""" + CLASS
+
+
 @dataclass
 class Workspace:
     root: Path
@@ -123,12 +137,13 @@ def workspace(tmp_path: Path) -> Iterator[Workspace]:
         (root / name).write_text(text + CLASS)
     (root / "traced.py").write_text(TRACED)
     (root / "swallows.py").write_text(SWALLOWS)
+    (root / "allowed.py").write_text(ALLOWED)
     tmp_file = Path("/tmp") / f"fxscope-sandbox-test-{uuid.uuid4().hex}.txt"
     listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     listener.bind(("127.0.0.1", 0))
     listener.listen(16)
     listener.setblocking(False)
-    env = {**cli_env(), "HOME": str(home), "FXSCOPE_TEST_TMP_FILE": str(tmp_file),
+    env = {**cli_env(), "HOME": str(home), "XDG_CACHE_HOME": str(home / ".cache"), "FXSCOPE_TEST_TMP_FILE": str(tmp_file),
            "FXSCOPE_TEST_PORT": str(listener.getsockname()[1])}
     env.pop(PRETEND_MISSING_ENV, None)
     try:
@@ -156,6 +171,7 @@ needs_landlock = pytest.mark.skipif(landlock_abi() < 4, reason="needs Landlock w
 def test_model_code_neither_writes_nor_connects_and_each_refusal_is_explained(workspace: Workspace) -> None:
     report, proc = workspace.check()
     assert workspace.written() == [], "no write of the model code may land"
+    assert not (workspace.home / ".cache").exists(), "library caches go to the job's directory"
     assert workspace.connections() == 0, "no connection may arrive"
     assert report["sandbox"]["on"] is True and report["sandbox"]["kind"] == "landlock"
 
@@ -176,6 +192,7 @@ def test_model_code_neither_writes_nor_connects_and_each_refusal_is_explained(wo
                                                                TRACED_CONNECT_LINE: "FXS408"}
     assert "swallows.py" not in findings, "a module that swallows the refusal traces as in plain Python"
     assert statuses(report)["swallows.py::Model"] == "traced"
+    assert statuses(report)["allowed.py::Model"] == "traced" and "allowed.py" not in findings
     assert "sandbox on (Landlock)" not in proc.stdout  # JSON: the header carries it
 
     text = run_fxscope(workspace.root, "check", ".", env=workspace.env, timeout=300)
@@ -237,3 +254,8 @@ def test_without_landlock_or_user_namespaces_the_header_says_the_sandbox_is_off(
     assert workspace.connections() >= 1
     text = run_fxscope(workspace.root, "check", ".", env={**workspace.env, **missing})
     assert "; sandbox OFF (" in text.stdout.splitlines()[-1]
+    github = run_fxscope(workspace.root, "check", ".", "--format", "github", env={**workspace.env, **missing})
+    assert github.stdout.splitlines()[-1].startswith("::warning title=fxscope sandbox::sandbox OFF (")
+    sarif = json.loads(run_fxscope(workspace.root, "check", ".", "--format", "sarif",
+                                   env={**workspace.env, **missing}).stdout)
+    assert sarif["runs"][0]["properties"]["sandbox"] == report["sandbox"]

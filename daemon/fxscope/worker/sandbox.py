@@ -2,9 +2,9 @@
 
 On Linux with Landlock (5.13+), the zygote restricts itself before it imports any workspace code
 (``preload``, the workspace's libraries, the warm-up): it may write only under its scratch
-directory and to ``/dev/null``, and, from Landlock ABI 4, make no TCP connection or bind. Each job's
+directory, to ``/dev/null`` and under ``/dev/shm`` (POSIX semaphores), and, from Landlock ABI 4, make no TCP connection or bind. Each job's
 child adds a layer of its own (Landlock layers stack and are inherited across ``fork``) that allows
-writes only under the job's temporary directory. Reads stay allowed. Where Landlock is missing, the
+writes only under the job's temporary directory (and those two). Reads stay allowed. Where Landlock is missing, the
 zygote enters a new user namespace with a network namespace of its own, whose only interface is a
 loopback that is down: connections fail, writes are not contained. Where neither is available, or
 when the workspace turned it off (``sandbox = false``, ``--no-sandbox``), user code runs
@@ -163,15 +163,24 @@ def _enter_network_namespace() -> str | None:
     return None
 
 
-def restrict_writes(writable_dirs: Sequence[str], writable_files: Sequence[str] = ("/dev/null",)) -> SandboxStatus:
+#: Written by every process whatever the directory it may write in: ``/dev/null``, and
+#: ``/dev/shm``, where POSIX semaphores and shared memory live (``multiprocessing.Lock()``, a
+#: DataLoader's workers, torch.multiprocessing's tensors): refusing them fails imports that plain
+#: Python runs, with an error that names no path.
+SYSTEM_FILES = ("/dev/null",)
+SYSTEM_DIRS = ("/dev/shm",)
+
+
+def restrict_writes(writable_dirs: Sequence[str], writable_files: Sequence[str] = SYSTEM_FILES) -> SandboxStatus:
     """Add a Landlock layer to this thread (inherited by its forks and new threads): writes only
-    under ``writable_dirs`` and to ``writable_files``; TCP connect and bind refused (ABI 4+).
+    under ``writable_dirs`` and :data:`SYSTEM_DIRS`, and to ``writable_files``; TCP connect and
+    bind refused (ABI 4+).
     A no-op without Landlock; where it fails, the status says so."""
     if _state.status.kind != "landlock":
         return _state.status
     abi = landlock_abi()
     try:
-        _restrict(abi, writable_dirs, writable_files)
+        _restrict(abi, [*writable_dirs, *SYSTEM_DIRS], writable_files)
     except OSError as exc:
         netns = _state.netns
         if netns:
@@ -192,7 +201,7 @@ def enter_job(job_dir: str) -> None:
     that attributes refusals."""
     if _state.abi:
         try:
-            _restrict(_state.abi, [job_dir], ["/dev/null"])
+            _restrict(_state.abi, [job_dir, *SYSTEM_DIRS], SYSTEM_FILES)
             _state.writable = (os.path.realpath(job_dir),)
         except OSError as exc:  # the zygote's layer still holds: writes stay under its scratch
             print(f"fxscope worker: the job's sandbox layer failed: {exc}", file=sys.stderr)
@@ -222,7 +231,7 @@ def _restrict(abi: int, dirs: Iterable[str], files: Iterable[str]) -> None:
             try:
                 fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
             except OSError:
-                continue  # a missing /dev/null: nothing to allow
+                continue  # a missing /dev/shm: nothing to allow
             try:
                 rule = ctypes.create_string_buffer(struct.pack("=Qi", rights, fd), 12)
                 if libc.syscall(_SYS_ADD_RULE, ctypes.c_int(ruleset), ctypes.c_int(_RULE_PATH_BENEATH), rule,
