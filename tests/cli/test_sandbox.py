@@ -258,4 +258,15 @@ def test_without_landlock_or_user_namespaces_the_header_says_the_sandbox_is_off(
     assert github.stdout.splitlines()[-1].startswith("::warning title=fxscope sandbox::sandbox OFF (")
     sarif = json.loads(run_fxscope(workspace.root, "check", ".", "--format", "sarif",
                                    env={**workspace.env, **missing}).stdout)
-    assert sarif["runs"][0]["properties"]["sandbox"] == report["sandbox"]
+    assert {k: sarif["runs"][0]["properties"]["sandbox"][k] for k in ("on", "kind")} == {"on": False, "kind": "none"}
+
+
+@needs_landlock
+def test_a_preload_runs_sandboxed_in_the_worker_and_its_refusal_is_named(workspace: Workspace) -> None:
+    (workspace.root / "pyproject.toml").write_text('[tool.fxscope]\npreload = ["writes_repo"]\n')
+    for name in ("writes_home.py", "writes_tmp.py", "connects.py", "traced.py", "swallows.py", "allowed.py"):
+        (workspace.root / name).unlink()
+    proc = run_fxscope(workspace.root, "check", ".", env=workspace.env, timeout=300)
+    assert workspace.written() == []
+    assert "preload 'writes_repo' failed: fxscope's sandbox blocked writing" in proc.stderr, proc.stderr[-2000:]
+    assert str(workspace.root / "written_at_import.txt") in proc.stderr

@@ -41,7 +41,7 @@ from typing import Any
 from fxscope.model.sandbox import SandboxStatus
 
 __all__ = ["CACHE_ENV", "Denial", "HOW_TO_ALLOW", "PRETEND_MISSING_ENV", "begin", "denial_of", "enter_job",
-           "expected", "landlock_abi", "off", "redirect_caches", "restrict_writes", "status"]
+           "expected", "landlock_abi", "off", "record_attempts", "redirect_caches", "restrict_writes", "status"]
 
 #: Testing only: comma-separated mechanisms to treat as missing (``landlock``, ``user-namespace``).
 PRETEND_MISSING_ENV = "FXSCOPE_SANDBOX_PRETEND_MISSING"
@@ -205,8 +205,15 @@ def enter_job(job_dir: str) -> None:
             _state.writable = (os.path.realpath(job_dir),)
         except OSError as exc:  # the zygote's layer still holds: writes stay under its scratch
             print(f"fxscope worker: the job's sandbox layer failed: {exc}", file=sys.stderr)
-    if _state.status.on:
+    record_attempts()
+
+
+def record_attempts() -> None:
+    """Install the audit hook that records what user code tries (once per process tree: hooks
+    survive ``fork``), when sandboxed."""
+    if _state.status.on and not _recorder.installed:
         sys.addaudithook(_recorder.hook)
+        _recorder.installed = True
 
 
 def _restrict(abi: int, dirs: Iterable[str], files: Iterable[str]) -> None:
@@ -307,6 +314,7 @@ class _Recorder:
     """The recent write and network attempts of user code (an audit hook; bounded)."""
 
     def __init__(self) -> None:
+        self.installed = False
         self.paths: deque[str] = deque(maxlen=256)
         #: recent TCP connects and binds: (action, address, calling code, its line)
         self.network: deque[tuple[str, str, Any, int]] = deque(maxlen=16)
@@ -428,8 +436,8 @@ def expected(enabled: bool) -> SandboxStatus:
     if userns:
         return SandboxStatus(True, "user-namespace", "Landlock is not available on this kernel: network blocked by a "
                                                      "user namespace without network; writes are NOT contained")
-    return SandboxStatus(False, "none", "neither Landlock nor user namespaces are available: user code runs "
-                                        "unsandboxed")
+    return SandboxStatus(False, "none", "Landlock is not available on this kernel and user namespaces are not "
+                                        "available: user code runs unsandboxed")
 
 
 def _user_namespaces_enabled() -> bool:

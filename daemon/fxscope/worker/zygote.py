@@ -746,7 +746,8 @@ def _preload(modules: Sequence[str], fd_out: int | None = None, stage: str = "pr
             importlib.import_module(name)
             results[name] = None
         except BaseException as exc:  # noqa: BLE001 - a broken preload is only a warning
-            results[name] = f"{type(exc).__name__}: {exc}"
+            denial = sandbox.denial_of(exc)
+            results[name] = denial.message() if denial is not None else f"{type(exc).__name__}: {exc}"
     return results
 
 
@@ -793,6 +794,7 @@ def _sandbox_zygote(scratch: str) -> None:
     os.mkdir(own, 0o700)
     sandbox.redirect_caches(own)
     sandbox.restrict_writes([scratch])
+    sandbox.record_attempts()  # a preload the sandbox stops is said to be stopped by it
     if sandbox.status().kind == "landlock":
         sys.dont_write_bytecode = True  # __pycache__ in the workspace or site-packages: refused anyway
 
