@@ -51,8 +51,6 @@ _INFO_SUMMARY = {
     "FXS407": ("class uses a name only a notebook or script statement fxscope skips would set",
                "classes use names only notebook or script statements fxscope skips would set",
                "not traced"),
-    "FXS408": ("write or connection was blocked by fxscope's sandbox",
-               "writes or connections were blocked by fxscope's sandbox", "`--no-sandbox` allows them"),
     "FXS501": ("graph is specialised on an example shape", "graphs are specialised on an example shape",
                "valid only for those shapes"),
 }
