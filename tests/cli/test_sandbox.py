@@ -270,3 +270,29 @@ def test_a_preload_runs_sandboxed_in_the_worker_and_its_refusal_is_named(workspa
     assert workspace.written() == []
     assert "preload 'writes_repo' failed: fxscope's sandbox blocked writing" in proc.stderr, proc.stderr[-2000:]
     assert str(workspace.root / "written_at_import.txt") in proc.stderr
+
+
+@needs_landlock
+@pytest.mark.slow
+def test_the_compile_analysis_runs_sandboxed_and_its_refusal_is_fxs408(workspace: Workspace) -> None:
+    for name in [*IMPORT_MODULES, "traced.py", "swallows.py", "allowed.py"]:
+        (workspace.root / name).unlink()
+    (workspace.root / "compiled.py").write_text(HEADER + """
+
+class Compiled(nn.Module):
+    def forward(self, x):
+        Path(__file__).with_name("written_while_compiled.txt").write_text("c")
+        return x * 2
+
+
+def build():
+    return Compiled(), {}, {"x": torch.randn(2, 3)}
+""")
+    (workspace.root / "pyproject.toml").write_text(
+        '[tool.fxscope]\nauto-targets = false\n\n[tool.fxscope.targets.compiled]\nfactory = "compiled:build"\n'
+        'analyses = ["compile"]\n')
+    report, _ = workspace.check()
+    assert not (workspace.root / "written_while_compiled.txt").exists()
+    refused = [f for f in report["findings"] if f["code"] == "FXS408"]
+    assert [(f["file"], f["line"]) for f in refused] == [("compiled.py", 11)], report["findings"]
+    assert not any(f["code"] == "FXS603" for f in report["findings"])
