@@ -63,9 +63,10 @@ def spawn_and_return(job: dict[str, Any]) -> dict[str, Any]:
     os.waitpid(first, 0)
     pids.append(int(os.read(read, 64)))
     os.close(read)
-    with open(job["pids_file"], "w") as fh:
-        fh.write(" ".join(map(str, pids)))
-    return {"value": "spawned"}
+    if job.get("pids_file"):
+        with open(job["pids_file"], "w") as fh:
+            fh.write(" ".join(map(str, pids)))
+    return {"value": "spawned", "pids": pids}
 
 
 def spam_stdout(job: dict[str, Any]) -> dict[str, Any]:

@@ -149,6 +149,17 @@ def test_fingerprint_and_json(tmp_path: Path) -> None:
     assert Config.from_json(data) == config
 
 
+def test_sandbox_is_on_by_default_and_turning_it_off_changes_the_fingerprint(tmp_path: Path) -> None:
+    default = load_config(tmp_path)
+    assert default.sandbox is True
+    pyproject(tmp_path, "[tool.fxscope]\nsandbox = false\n")
+    off = load_config(tmp_path)
+    assert off.sandbox is False
+    assert off.fingerprint() != default.fingerprint()  # results computed unsandboxed are not reused
+    assert Config.from_json(json.loads(json.dumps(off.to_json()))).sandbox is False
+    assert Config.from_json(default.to_json()).sandbox is True
+
+
 # ---------------------------------------------------------------------------------------------
 # errors
 
@@ -173,6 +184,7 @@ def _error(tmp_path: Path, body: str) -> ConfigError:
         ("exclude = [1]", "exclude", "'exclude' must be a list of strings"),
         ('python-path = "src"', "python-path", "'python-path' must be a list of strings"),
         ("auto-targets = 1", "auto-targets", "'auto-targets' must be true or false, got int 1"),
+        ('sandbox = "off"', "sandbox", "'sandbox' must be true or false, got str 'off'"),
         ('preload = ["not a module"]', "preload", "'preload' entries must be dotted module names"),
         ('device = "cuda"', "device", "'device' must be 'meta' or 'cpu', got str 'cuda'"),
         ('leaf-modules = ["Attention"]', "leaf-modules", "'leaf-modules' entries must be qualified class names"),

@@ -78,7 +78,9 @@ def wait_file(path: Path, timeout: float = 120) -> int:
 def workspace(tmp_path):
     root = tmp_path / "ws"
     started = tmp_path / "slow.pid"
-    write_tree(root, {"pyproject.toml": "[tool.fxscope]\ntimeout = 120\n", "healthy.py": HEALTHY,
+    # slow.py tells the test it started through a file outside the workspace, which the OS sandbox
+    # refuses: this workspace runs unsandboxed (what it tests is the daemon's, not the sandbox's)
+    write_tree(root, {"pyproject.toml": "[tool.fxscope]\ntimeout = 120\nsandbox = false\n", "healthy.py": HEALTHY,
                       "slow.py": slow_model(started)})
     marker = new_marker()
     env = cli_env(marker)

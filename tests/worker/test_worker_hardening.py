@@ -38,6 +38,18 @@ def pool():
         yield p
 
 
+#: The runners of some tests signal the test through files in its tmp_path (pids, a release file),
+#: which the OS sandbox rightly refuses: those pools run without it (what they test is the same).
+UNSANDBOXED = {"sandbox": False}
+
+
+@pytest.fixture(scope="module")
+def files_pool():
+    with WorkerPool(max_workers=2, sys_path=[str(FAULTS)], preload=["zoo_runners"], **UNSANDBOXED) as p:
+        p.ensure_started(timeout=120)
+        yield p
+
+
 def wait_for_pid(handle, timeout: float = 60.0) -> int:
     deadline = time.monotonic() + timeout
     while handle.pid is None:
@@ -62,12 +74,10 @@ def test_a_job_cannot_claim_to_be_cancelled_or_send_a_non_object(pool):
     assert listed["fault"] == "crash" and "not an object" in listed["message"]
 
 
-def test_processes_a_job_leaves_behind_are_killed(pool, tmp_path):
-    pids_file = tmp_path / "pids"
-    result = pool.submit({"runner": zoo("spawn_and_return"), "pids_file": str(pids_file),
-                          "timeout": 60}).result(60)
+def test_processes_a_job_leaves_behind_are_killed(pool):
+    result = pool.submit({"runner": zoo("spawn_and_return"), "timeout": 60}).result(60)
     assert result["value"] == "spawned"
-    pids = [int(p) for p in pids_file.read_text().split()]
+    pids = result["pids"]
     assert len(pids) == 3
     assert wait_gone(pids) == [], "fork, Popen and setsid descendants must not outlive the job"
 
@@ -80,17 +90,17 @@ def wait_for_file(path: Path, timeout: float = 60.0) -> str:
     return path.read_text()
 
 
-def test_a_running_jobs_detached_process_outlives_other_jobs_but_not_its_own(pool, tmp_path):
+def test_a_running_jobs_detached_process_outlives_other_jobs_but_not_its_own(files_pool, tmp_path):
     pids_file, release = tmp_path / "pids", tmp_path / "release"
-    holder = pool.submit({"runner": zoo("escape_until_released"), "pids_file": str(pids_file),
+    holder = files_pool.submit({"runner": zoo("escape_until_released"), "pids_file": str(pids_file),
                           "release": str(release), "timeout": 120})
     sleeper = int(wait_for_file(pids_file))
     assert alive(sleeper)
     # other jobs end while it runs: one returns, one is killed by its timeout, one returns after
     # the zygote swept behind both (it reads a request only once its sweep is over)
-    assert pool.submit({"runner": zoo("echo"), "value": 1, "timeout": 60}).result(60)["value"] == 1
-    assert pool.submit({"runner": zoo("sleep_forever"), "timeout": 1}).result(60)["fault"] == "timeout"
-    assert pool.submit({"runner": zoo("echo"), "value": 2, "timeout": 60}).result(60)["value"] == 2
+    assert files_pool.submit({"runner": zoo("echo"), "value": 1, "timeout": 60}).result(60)["value"] == 1
+    assert files_pool.submit({"runner": zoo("sleep_forever"), "timeout": 1}).result(60)["fault"] == "timeout"
+    assert files_pool.submit({"runner": zoo("echo"), "value": 2, "timeout": 60}).result(60)["value"] == 2
     assert alive(sleeper), "another job's end must not kill this job's detached process"
     assert not holder.done()
     release.write_text("")
@@ -98,9 +108,9 @@ def test_a_running_jobs_detached_process_outlives_other_jobs_but_not_its_own(poo
     assert wait_gone([sleeper]) == [], "a job's detached process must not outlive it"
 
 
-def test_a_job_killed_by_its_timeout_leaves_no_detached_process(pool, tmp_path):
+def test_a_job_killed_by_its_timeout_leaves_no_detached_process(files_pool, tmp_path):
     pids_file = tmp_path / "pids"
-    handle = pool.submit({"runner": zoo("escape_until_released"), "pids_file": str(pids_file),
+    handle = files_pool.submit({"runner": zoo("escape_until_released"), "pids_file": str(pids_file),
                           "release": str(tmp_path / "never"), "timeout": 3})
     sleeper = int(wait_for_file(pids_file))
     assert handle.result(60)["fault"] == "timeout"
@@ -173,7 +183,7 @@ def test_watchdog_replaces_a_wedged_zygote(monkeypatch):
 def test_blocking_preload_is_one_named_startup_error(tmp_path, monkeypatch):
     pidfile = tmp_path / "zygote.pid"
     monkeypatch.setenv("FXSCOPE_TEST_PIDFILE", str(pidfile))
-    with WorkerPool(max_workers=2, sys_path=[str(FAULTS)], preload=["blocking_preload"],
+    with WorkerPool(max_workers=2, sys_path=[str(FAULTS)], preload=["blocking_preload"], **UNSANDBOXED,
                     startup_timeout=20) as pool:
         handles = [pool.submit({"runner": zoo("echo"), "value": i, "timeout": 5}) for i in range(3)]
         results = [h.result(60) for h in handles]
@@ -189,7 +199,8 @@ def test_zygote_dies_with_its_parent_during_preload(tmp_path):
     script = textwrap.dedent(f"""
         import sys, time
         from fxscope.worker import WorkerPool
-        pool = WorkerPool(sys_path=[{str(FAULTS)!r}], preload=["blocking_preload"], startup_timeout=600)
+        pool = WorkerPool(sys_path=[{str(FAULTS)!r}], preload=["blocking_preload"], startup_timeout=600,
+                          sandbox=False)
         pool.submit({{"runner": "zoo_runners:echo"}})
         print("submitted", flush=True)
         time.sleep(600)
@@ -225,7 +236,7 @@ def test_worker_log_is_private(tmp_path):
 
 
 def test_killing_the_zygote_kills_what_its_jobs_forked(tmp_path):
-    with WorkerPool(max_workers=1, sys_path=[str(FAULTS)]) as pool:
+    with WorkerPool(max_workers=1, sys_path=[str(FAULTS)], **UNSANDBOXED) as pool:
         pool.ensure_started(timeout=120)
         zygote = pool.info["pid"]
         pids_file = tmp_path / "pids"
@@ -241,7 +252,7 @@ def test_killing_the_zygote_kills_what_its_jobs_forked(tmp_path):
 
 
 def test_killing_the_zygote_kills_what_its_jobs_detached(tmp_path):
-    with WorkerPool(max_workers=1, sys_path=[str(FAULTS)], preload=["zoo_runners"]) as pool:
+    with WorkerPool(max_workers=1, sys_path=[str(FAULTS)], preload=["zoo_runners"], **UNSANDBOXED) as pool:
         pool.ensure_started(timeout=120)
         zygote = pool.info["pid"]
         pids_file = tmp_path / "pids"
@@ -262,7 +273,7 @@ def test_killing_the_zygote_kills_what_its_jobs_detached(tmp_path):
 
 
 def test_closing_the_pool_collects_a_killed_zygotes_detached_processes(tmp_path):
-    pool = WorkerPool(max_workers=1, sys_path=[str(FAULTS)], preload=["zoo_runners"])
+    pool = WorkerPool(max_workers=1, sys_path=[str(FAULTS)], preload=["zoo_runners"], **UNSANDBOXED)
     try:
         pool.ensure_started(timeout=120)
         pids_file = tmp_path / "pids"

@@ -5,6 +5,7 @@ Exit codes: 0 nothing at or above ``--fail-on``; 1 findings; 2 usage or configur
 
 from __future__ import annotations
 
+import dataclasses
 import argparse
 import os
 import sys
@@ -67,7 +68,12 @@ def build_parser() -> argparse.ArgumentParser:
     common.add_argument("--no-cache", action="store_true", help="trace every target, ignoring cached results")
     common.add_argument("--workers", type=int, help="parallel trace jobs (default: number of cores)")
 
-    check = sub.add_parser("check", parents=[common], help="check a workspace and report findings")
+    engine_only = argparse.ArgumentParser(add_help=False)
+    engine_only.add_argument("--no-sandbox", action="store_true",
+                             help="run the workspace's code without the OS sandbox (it may then write files and "
+                                  "connect; as `sandbox = false` in [tool.fxscope])")
+
+    check = sub.add_parser("check", parents=[common, engine_only], help="check a workspace and report findings")
     check.add_argument("paths", nargs="*", type=Path, help="files or directories (default: the workspace)")
     check.add_argument("--format", choices=FORMATS, default="text")
     check.add_argument("--fail-on", choices=FAIL_ON, default="error", help="lowest severity that fails (exit 1)")
@@ -86,12 +92,12 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--retry-faults", action="store_true",
                        help="trace again the targets whose cached result is a timeout or crash")
 
-    graph = sub.add_parser("graph", parents=[common], help="print the FX graph(s) of a target")
+    graph = sub.add_parser("graph", parents=[common, engine_only], help="print the FX graph(s) of a target")
     graph.add_argument("target", help="target id (path/file.py::Class or a factory name), or a unique class name")
     graph.add_argument("--module", default=None, help="only the graph of this module path ('' = root)")
     graph.add_argument("--format", choices=("text", "dot", "json", "html"), default="text")
 
-    init = sub.add_parser("init", parents=[common],
+    init = sub.add_parser("init", parents=[common, engine_only],
                           help="write factories and targets for the classes fxscope builds on its own")
     init.add_argument("--module", default="fxscope_targets",
                       help="module the factories go to, in the first python-path directory (default: fxscope_targets)")
@@ -127,13 +133,20 @@ def _find_root(args: argparse.Namespace, paths: Sequence[Path]) -> Path:
     return find_root(start.resolve())
 
 
-def _load_config(root: Path) -> Config:
+def _load_config(root: Path, args: argparse.Namespace | None = None) -> Config:
+    """The workspace's configuration, with ``--no-sandbox`` applied when ``args`` has it."""
     from fxscope.project.config import ConfigError, load_config
 
     try:
-        return load_config(root)
+        config = load_config(root)
     except ConfigError as e:
         raise UsageError(str(e)) from None
+    if args is not None and getattr(args, "no_sandbox", False):
+        if getattr(args, "daemon", False):
+            raise UsageError("--no-sandbox does not reach the background daemon: set `sandbox = false` in "
+                             "[tool.fxscope], or check without --daemon")
+        config = dataclasses.replace(config, sandbox=False)
+    return config
 
 
 def _use_color(choice: str) -> bool:
@@ -178,7 +191,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     from fxscope.cli.formats import render
 
     root = _find_root(args, args.paths)
-    config = _load_config(root)
+    config = _load_config(root, args)
     if args.update_baseline and args.baseline is None:
         raise UsageError("--update-baseline needs --baseline FILE")
     try:  # reject a bad selector before spending a check on it
@@ -225,7 +238,7 @@ def cmd_graph(args: argparse.Namespace) -> int:
     from fxscope.report.build import check_report
 
     root = _find_root(args, [])
-    config = _load_config(root)
+    config = _load_config(root, args)
     try:
         with _engine(args, root, config) as engine:
             target = resolve_target(engine.discover(), args.target)
@@ -245,7 +258,7 @@ def cmd_init(args: argparse.Namespace) -> int:
     if not args.module.isidentifier():
         raise UsageError(f"--module {args.module!r} is not a module name")
     root = _find_root(args, [])
-    config = _load_config(root)
+    config = _load_config(root, args)
     with _engine(args, root, config) as engine, Progress() as progress:
         check = engine.check(use_cache=not args.no_cache,
                              on_progress=lambda ev: progress.update(ev.done, ev.total, ev.target))

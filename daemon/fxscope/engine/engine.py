@@ -35,6 +35,7 @@ from fxscope.engine.results import (CheckResult, TargetResult, drop_covered_skip
 from fxscope.engine.workspace_state import WorkspaceState
 from fxscope.project.config import Config, load_config, target_line
 from fxscope.model import Snapshot, TargetOutcome
+from fxscope.model.sandbox import SandboxStatus
 from fxscope.project.discovery import Discovery, Target, discover
 
 if TYPE_CHECKING:
@@ -134,6 +135,8 @@ class Engine:
             "fxscope": __version__,
             "python": list(sys.version_info[:2]),
             "payload": PAYLOAD_FORMAT,
+            # what model code may do (write, connect) changes what it does: results of another sandbox differ
+            "sandbox": self._expected_sandbox().kind,
         })
         self._pool: Any = None
         self._dispatcher: Dispatcher | None = None  # orders the jobs of concurrent runs on the pool
@@ -165,7 +168,7 @@ class Engine:
         configuration change does not pay torch's start-up again; ``other`` loses it."""
         if (other.config.preload != self.config.preload or other.workers != self.workers
                 or other.config.python_path != self.config.python_path or other.root != self.root
-                or other.config.uses_pt2 != self.config.uses_pt2):
+                or other.config.uses_pt2 != self.config.uses_pt2 or other.config.sandbox != self.config.sandbox):
             return False
         with other._lock, self._lock:
             if other._pool is None or self._pool is not None:
@@ -190,7 +193,7 @@ class Engine:
                 env = {WARM_PT2_ENV: "1"} if self.config.uses_pt2 else None
                 self._pool = WorkerPool(preload=self.config.preload, max_workers=self.workers, log_path=log,
                                         sys_path=[str(p) for p in self.config.python_path], root=self.root,
-                                        libraries=libraries, env=env)
+                                        libraries=libraries, env=env, sandbox=self.config.sandbox)
             return self._pool
 
     @property
@@ -209,6 +212,18 @@ class Engine:
             pool = self._pool
         info = pool.info if pool is not None else None
         return info if isinstance(info, dict) else None
+
+    def _expected_sandbox(self) -> SandboxStatus:
+        from fxscope.worker.sandbox import expected
+
+        return expected(self.config.sandbox)
+
+    def sandbox_status(self) -> SandboxStatus:
+        """Whether user code runs in the OS sandbox: what the worker's zygote got once it is ready,
+        before that what it would get. Never starts it."""
+        info = self.worker_info()
+        got = SandboxStatus.from_json(info.get("sandbox")) if info else None
+        return got if got is not None else self._expected_sandbox()
 
     @property
     def cache_directory(self) -> Path:
@@ -539,7 +554,8 @@ class Engine:
             file_errors = [e for e in file_errors if any(_under(e.file, r) for r in rels)]
         torch_version = next((r.outcome.torch for r in results if r.outcome.torch), self.torch_version)
         return CheckResult(str(self.root), torch_version, results, file_errors=list(file_errors),
-                           graphs=graphs, duration_ms=(time.perf_counter() - started) * 1000)
+                           graphs=graphs, duration_ms=(time.perf_counter() - started) * 1000,
+                           sandbox=self.sandbox_status())
 
 
 def _put(done: "queue.Queue[tuple[Target, Any, float]]", target: Target, start: float, handle: Any) -> None:

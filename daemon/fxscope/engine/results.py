@@ -13,6 +13,7 @@ from typing import Any
 
 from fxscope.model import TargetOutcome
 from fxscope.model.codes import CODES, finding_dict
+from fxscope.model.sandbox import SandboxStatus
 from fxscope.project.discovery import FileError, Target
 
 __all__ = ["REACHED", "CheckResult", "TargetResult", "class_type", "covered_by_factory", "drop_covered_skips",
@@ -44,6 +45,8 @@ class CheckResult:
     file_errors: list[FileError] = field(default_factory=list)
     graphs: bool = False
     duration_ms: float = 0.0
+    #: Whether the user code the check ran was sandboxed (None: not known).
+    sandbox: SandboxStatus | None = None
 
 
 def relativize(path: str, root: str) -> str:

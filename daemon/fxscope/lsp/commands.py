@@ -116,7 +116,8 @@ class Commands:
             out.append({"folder": folder.uri, "root": str(st.root), "total": st.total, "done": st.done,
                         "running": st.running, "queued": st.queued, "generation": st.generation,
                         "last_duration_ms": st.last_duration_ms, "worker": st.worker,
-                        "config_error": st.config_error, "checks": st.checks, "torch": st.torch})
+                        "config_error": st.config_error, "checks": st.checks, "torch": st.torch,
+                        "sandbox": st.sandbox.to_json() if st.sandbox is not None else None})
         return {"server": {"pid": os.getpid(), "encoding": self.ctx.encoder.encoding,
                            "torch_imported": "torch" in sys.modules,
                            "diagnostics": "pull" if self.ctx.diagnostics.pull else "push"},

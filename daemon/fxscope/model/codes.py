@@ -168,6 +168,16 @@ _TABLE = [
         "argument, or configure a factory that builds the model.",
     ),
     Code(
+        "FXS408", "sandbox-blocked", "error",
+        "fxscope's sandbox blocked a write or a network connection",
+        "fxscope runs model code in an OS sandbox (Landlock on Linux): it may write only in the job's "
+        "temporary directory and make no TCP connection or bind. The code at this line tried one, so "
+        "the module could not be imported (or traced) as plain Python would. This is not a bug of "
+        "the model: move the write or the download out of import and forward (into a script or a "
+        "function the model does not call), or, for a repository you trust, turn the sandbox off with "
+        "`sandbox = false` in [tool.fxscope] or `fxscope check --no-sandbox`.",
+    ),
+    Code(
         "FXS501", "shape-specialised", "info",
         "Shape-aware tracing specialised the graph on a shape",
         "With example inputs (`inputs` of a target), a question about a shape (`x.size(0)`, "

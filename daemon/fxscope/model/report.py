@@ -26,6 +26,7 @@ from fxscope import __version__
 from fxscope.model.finding import Finding
 from fxscope.model.outcome import CompileSummary, ExportSummary, Graphs, ModuleInfo
 from fxscope.model.recipe import Recipe
+from fxscope.model.sandbox import SandboxStatus
 
 __all__ = ["REPORT_VERSION", "Report", "ReportTarget", "Summary"]
 
@@ -140,6 +141,8 @@ class Report:
     findings: tuple[Finding, ...]
     summary: Summary
     tool_version: str = ""
+    #: Whether the user code the check ran was sandboxed (optional in the document).
+    sandbox: SandboxStatus | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The report document (``report.schema.json`` version 1)."""
@@ -151,6 +154,7 @@ class Report:
             "targets": [t.to_json() for t in self.targets],
             "findings": [f.to_json() for f in self.findings],
             "summary": self.summary.to_json(),
+            **({"sandbox": self.sandbox.to_json()} if self.sandbox is not None else {}),
         }
 
     @classmethod
@@ -161,4 +165,5 @@ class Report:
                    tuple(ReportTarget.from_json(t) for t in data.get("targets") or ()),
                    tuple(Finding.from_json(f) for f in data.get("findings") or ()),
                    Summary.from_json(data.get("summary") or {}),
-                   str(tool.get("version", "")) if isinstance(tool, Mapping) else "")
+                   str(tool.get("version", "")) if isinstance(tool, Mapping) else "",
+                   SandboxStatus.from_json(data.get("sandbox")))

@@ -146,6 +146,8 @@ class Config:
     compile_dynamic: bool | None = None
     export_strict: bool = False
     export_dynamic_batch: bool = False
+    #: Run user code in the OS sandbox (``sandbox = false`` in [tool.fxscope], or ``--no-sandbox``).
+    sandbox: bool = True
 
     def __post_init__(self) -> None:
         if not self.python_path:  # Config(root=...) behaves like a workspace without a config
@@ -183,6 +185,8 @@ class Config:
             out["export_strict"] = True
         if self.export_dynamic_batch:
             out["export_dynamic_batch"] = True
+        if not self.sandbox:  # what user code may do changes what it does
+            out["sandbox"] = False
         return out
 
     def analyses_for(self, target_id: str) -> tuple[str, ...]:
@@ -243,6 +247,7 @@ class Config:
             compile_dynamic=data.get("compile_dynamic"),
             export_strict=bool(data.get("export_strict", False)),
             export_dynamic_batch=bool(data.get("export_dynamic_batch", False)),
+            sandbox=bool(data.get("sandbox", True)),
         )
 
 
@@ -295,7 +300,7 @@ def _toml_error(source: Path, text: str, exc: Exception) -> ConfigError:
 _KEYS = (
     "include", "exclude", "python-path", "auto-targets", "preload", "timeout", "device",
     "leaf-modules", "wrap-functions", "targets", "workers", "cache-dir", "memory-limit-mb",
-    "analyses", "compile-dynamic", "export-strict", "export-dynamic-batch",
+    "analyses", "compile-dynamic", "export-strict", "export-dynamic-batch", "sandbox",
 )
 _TARGET_KEYS = ("factory", "concrete-args", "inputs", "analyses")
 #: dtype names accepted in a target's ``inputs`` (see ``fxscope.trace.inputs.DTYPES``).
@@ -346,6 +351,7 @@ def _build(root: Path, source: Path | None, table: dict[str, Any], text: str) ->
         compile_dynamic=None if dynamic == "auto" else bool(dynamic),
         export_strict=get.boolean("export-strict", False),
         export_dynamic_batch=get.boolean("export-dynamic-batch", False),
+        sandbox=get.boolean("sandbox", True),
     )
 
 

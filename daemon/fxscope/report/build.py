@@ -23,6 +23,7 @@ from fxscope import __version__
 from fxscope.engine.results import CheckResult, TargetResult, relativize
 from fxscope.model import Finding, Location, Report, ReportTarget, Scope, Summary
 from fxscope.model.codes import CODES, SEVERITIES
+from fxscope.model.sandbox import SandboxStatus
 from fxscope.model.location import is_absolute
 from fxscope.project.discovery import FileError
 
@@ -202,7 +203,8 @@ def report_target(r: TargetResult, root: str, *, graphs: bool) -> ReportTarget:
 
 
 def build_report(root: str, torch_version: str, results: Sequence[TargetResult], *,
-                 file_errors: Iterable[FileError] = (), graphs: bool = False, duration_ms: float = 0.0) -> Report:
+                 file_errors: Iterable[FileError] = (), graphs: bool = False, duration_ms: float = 0.0,
+                 sandbox: SandboxStatus | None = None) -> Report:
     """The whole report (its JSON is valid against report.schema.json version 1)."""
     targets: list[ReportTarget] = []
     findings: list[Finding] = [file_error_finding(e) for e in file_errors]
@@ -217,10 +219,10 @@ def build_report(root: str, torch_version: str, results: Sequence[TargetResult],
     for f in merged:
         by_severity[f.severity] = by_severity.get(f.severity, 0) + 1
     summary = Summary(len(targets), by_status, by_severity, sum(int(r.cached) for r in results), duration_ms)
-    return Report(root, torch_version, tuple(targets), tuple(merged), summary, __version__)
+    return Report(root, torch_version, tuple(targets), tuple(merged), summary, __version__, sandbox)
 
 
 def check_report(check: CheckResult) -> Report:
     """The version-1 report of one :meth:`Engine.check <fxscope.engine.Engine.check>`."""
     return build_report(check.root, check.torch_version, check.results, file_errors=check.file_errors,
-                        graphs=check.graphs, duration_ms=check.duration_ms)
+                        graphs=check.graphs, duration_ms=check.duration_ms, sandbox=check.sandbox)

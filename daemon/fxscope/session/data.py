@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fxscope.model import Finding
+from fxscope.model.sandbox import SandboxStatus
 
 __all__ = ["FileFindings", "ProgressEvent", "ResultsEvent", "RunSummary", "SessionSettings", "WorkspaceStatus"]
 
@@ -124,3 +125,5 @@ class WorkspaceStatus:
     config_error: str | None = None
     checks: int = 0
     torch: str = "unknown"
+    #: Whether the workspace's code runs in the OS sandbox (see ``fxscope.worker.sandbox``).
+    sandbox: SandboxStatus | None = None

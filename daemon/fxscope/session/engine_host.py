@@ -15,6 +15,7 @@ from fxscope.engine.engine import Engine
 from fxscope.errors import CheckError, WorkerStartError
 from fxscope.project.config import Config, ConfigError, load_config
 from fxscope.project.files import relpath
+from fxscope.model.sandbox import SandboxStatus
 from fxscope.session.data import ResultsEvent, SessionSettings
 
 __all__ = ["EngineHost", "Events"]
@@ -149,6 +150,11 @@ class EngineHost:
         self._worker = f"failed: {exc}"
         self._failed_info = self.engine.worker_info()
         self._events.error(exc)
+
+    def sandbox(self) -> SandboxStatus:
+        """Whether the workspace's code runs in the OS sandbox (the started worker's, else the one
+        it would get)."""
+        return self.engine.sandbox_status()
 
     def worker(self) -> tuple[str, str]:
         """The worker state (idle, starting, ready, ``failed: ...``) and the torch version."""

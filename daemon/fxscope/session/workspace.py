@@ -369,7 +369,7 @@ class Workspace:
         worker, torch = self._life.worker()
         return WorkspaceStatus(self.root, counts.total, counts.done, counts.running, counts.queued,
                                self.documents.snapshot().generation, counts.last_duration_ms, worker,
-                               self._life.config_error, counts.checks, torch)
+                               self._life.config_error, counts.checks, torch, self._life.sandbox())
 
     def wait_idle(self, timeout: float | None = None) -> bool:
         """Block until nothing is debouncing, queued or running; False on timeout. With a manual

@@ -15,13 +15,18 @@ import linecache
 import os
 import sys
 import types
+from collections.abc import Callable
 
 import torch
 from torch.fx.proxy import TraceError
 
 from fxscope.trace.frames import SourceLocation
 
-__all__ = ["snippet", "subject", "quoted", "is_numpy", "bool_construct", "classify_exception"]
+__all__ = ["EXTERNAL_CAUSES", "snippet", "subject", "quoted", "is_numpy", "bool_construct", "classify_exception"]
+
+#: Explainers of exceptions caused outside the model (the worker's OS sandbox refusing a write):
+#: each returns ``(code, message, hint)`` or None. The process that runs the trace registers them.
+EXTERNAL_CAUSES: list[Callable[[BaseException], "tuple[str, str, str | None] | None"]] = []
 
 _JUMP_CONSTRUCTS = {
     "UNARY_NOT": "`not`",
@@ -109,6 +114,10 @@ def classify_exception(e: BaseException, numpy_involved: bool, loc: SourceLocati
                        frame: types.FrameType | None = None) -> tuple[str, str, str | None]:
     """Map an exception raised while tracing to a finding code, message and (when the code's
     help text does not fit) a hint. ``frame`` is the frame executing at ``loc``, if known."""
+    for explain in EXTERNAL_CAUSES:
+        explained = explain(e)
+        if explained is not None:
+            return explained
     text = str(e)
     name = type(e).__name__
     if numpy_involved or "__array" in text:

@@ -28,6 +28,7 @@ from typing import Any
 import torch
 import torch.nn as nn
 
+from fxscope.trace.classify import EXTERNAL_CAUSES
 from fxscope.trace._torch_compat import compile_reason, graph_break_registry_path, qualified_name
 from fxscope.trace.examples import batch_size, grow_batch
 from fxscope.trace.findings import Finding, FindingSet
@@ -234,14 +235,18 @@ def _raised(error: BaseException, classifier: FrameClassifier, fallback: SourceL
     message = f"the forward raised under torch.compile: {text.message if text.gb_type else type(cause).__name__}"
     if detail and not text.gb_type:
         message += f": {detail[0]}"
+    code = "FXS603"
+    explained = next((e for e in (explain(error) for explain in EXTERNAL_CAUSES) if e is not None), None)
+    if explained is not None:  # not the model's error (the worker's sandbox refused a write)
+        code, message, hint = explained
     real = getattr(error, "real_stack", None)
     placed = place(frames_from_summaries(real), classifier) if real else None
     if placed is None:
         placed = place(frames_from_traceback(error.__traceback__), classifier)
     if placed is None:
         where = fallback or SourceLocation("<unknown>", 1)
-        return Finding("FXS603", message, where, hint)
-    return Finding("FXS603", message, placed.location, hint, placed.anchor, placed.related)
+        return Finding(code, message, where, hint)
+    return Finding(code, message, placed.location, hint, placed.anchor, placed.related)
 
 
 # ------------------------------------------------------------------------------ graphs

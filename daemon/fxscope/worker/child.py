@@ -21,14 +21,13 @@ import re
 import resource
 import signal
 import sys
-import tempfile
 import traceback
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, NoReturn
 
-from . import touched
+from . import sandbox, touched
 from .overlay import install_overlays
 from .reaper import kill_descendants, set_subreaper
 
@@ -313,9 +312,9 @@ def _write_result(files: JobFiles, result: dict[str, Any]) -> None:
 
 def _private_temp(files: JobFiles) -> None:
     """Temporary files of the job (``tempfile``, and every library that reads ``TMPDIR``: torch's
-    compile caches) go to its own directory, which the zygote removes when the job ends."""
-    os.environ["TMPDIR"] = files.directory
-    tempfile.tempdir = files.directory
+    compile caches) go to its own directory, which the zygote removes when the job ends; so do the
+    library caches while sandboxed (see :func:`fxscope.worker.sandbox.redirect_caches`)."""
+    sandbox.redirect_caches(files.directory)
 
 
 def _run(job: dict[str, Any], files: JobFiles) -> dict[str, Any]:
@@ -403,6 +402,7 @@ def _serve(
     try:
         _isolate(close_fds, parent_pid, prctl)
         _capture_output(files, output_fd)
+        sandbox.enter_job(files.directory)  # writes only in the job's directory from here on
         touched.record_baseline()
         job = get_job()
         if job is not None:

@@ -353,6 +353,8 @@ class WorkerPool:
     workspace package in ``preload`` is imported from the workspace, never an installed copy).
     ``root``: the workspace root; :attr:`info` then lists the workspace files that ``preload``
     imported (``preload_files``: root-relative path -> sha256 of the source executed).
+    ``sandbox``: run user code in the OS sandbox (:mod:`fxscope.worker.sandbox`); :attr:`info`'s
+    ``sandbox`` says what the zygote got.
 
     Example::
 
@@ -373,8 +375,10 @@ class WorkerPool:
         startup_timeout: float | None = None,
         root: str | os.PathLike[str] | None = None,
         libraries: Sequence[str] = (),
+        sandbox: bool = True,
     ) -> None:
         self.python = python
+        self.sandbox = sandbox
         self.libraries: tuple[str, ...] = tuple(libraries)
         self.startup_timeout = startup_timeout if startup_timeout is not None else _startup_timeout()
         self.preload: tuple[str, ...] = tuple(preload)
@@ -494,6 +498,8 @@ class WorkerPool:
             cmd += ["--sys-path", entry]
         if self.root is not None:
             cmd += ["--root", self.root]
+        if not self.sandbox:
+            cmd.append("--no-sandbox")
         return cmd
 
     def _environment(self) -> dict[str, str]:

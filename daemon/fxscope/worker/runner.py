@@ -33,6 +33,7 @@ from fxscope.project.notebooks import is_notebook
 from fxscope.worker.construct import AutomaticBuild
 from fxscope.worker.overlay import OverlayLoader, serve_from_source
 from fxscope.worker.safe_module import load_notebook, notebook_of
+from fxscope.worker.sandbox import denial_of
 from fxscope.worker.skips import import_of_skipped, name_errors, skipped_findings, uses_skipped
 from fxscope.worker.touched import error_files, touched_files
 from fxscope.project.discovery import Target
@@ -90,6 +91,9 @@ def _error_finding(code: str, message: str, e: BaseException, is_user_file: Call
     """A finding for an import/build failure at the innermost workspace frame."""
     from fxscope.model.codes import finding_dict
 
+    denial = denial_of(e)
+    if denial is not None:  # the sandbox refused it: not the model's bug, say so and how to allow it
+        code, message = "FXS408", denial.message()
     finding: dict[str, Any] = finding_dict(code, message)
     if isinstance(e, SyntaxError) and e.filename and is_user_file(os.path.abspath(e.filename)):
         finding.update(file=os.path.abspath(e.filename), line=max(e.lineno or 1, 1))
@@ -347,6 +351,9 @@ def run_trace_job(raw_job: Mapping[str, Any]) -> dict[str, Any]:
     from fxscope.trace.build import BuildError, build_model
     from fxscope.trace.frames import SourceLocation
 
+    from fxscope.trace.classify import EXTERNAL_CAUSES
+
+    EXTERNAL_CAUSES.append(_sandbox_cause)  # a write or connection the sandbox refused while tracing
     job = TraceJob.from_json(raw_job)
     root, config, target = job.root, job.config, job.target
     for p in reversed(config.python_path):
@@ -473,6 +480,12 @@ def run_trace_job(raw_job: Mapping[str, Any]) -> dict[str, Any]:
     if blocked:  # forward read a name fxscope left unset: not an error plain Python would have
         return skip_for(blocked)
     return finish(_run_pt2(job, factory, body, is_user_file, fallback, result))
+
+
+def _sandbox_cause(e: BaseException) -> tuple[str, str, str | None] | None:
+    """FXS408 for an exception that is the sandbox refusing a write or a connection."""
+    denial = denial_of(e)
+    return None if denial is None else ("FXS408", denial.message(), None)
 
 
 def _private_compile_caches() -> None:

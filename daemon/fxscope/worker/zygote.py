@@ -58,6 +58,7 @@ from typing import Any
 from .child import DEFAULT_RUNNER, JobFiles, OutputBuffer, parse_faulthandler, run_child, run_spare
 from .protocol import (FrameDecoder, ProtocolError, encode, encode_attached, encode_raw, grow_pipe,
                        parse_child_result, write_all)
+from . import sandbox
 from .reaper import child_pids, load_prctl, set_subreaper
 
 __all__ = ["Zygote", "main"]
@@ -745,7 +746,8 @@ def _preload(modules: Sequence[str], fd_out: int | None = None, stage: str = "pr
             importlib.import_module(name)
             results[name] = None
         except BaseException as exc:  # noqa: BLE001 - a broken preload is only a warning
-            results[name] = f"{type(exc).__name__}: {exc}"
+            denial = sandbox.denial_of(exc)
+            results[name] = denial.message() if denial is not None else f"{type(exc).__name__}: {exc}"
     return results
 
 
@@ -784,6 +786,19 @@ def _warm_up() -> str | None:
     return None
 
 
+def _sandbox_zygote(scratch: str) -> None:
+    """Restrict the zygote before it imports workspace code: writes only under ``scratch`` (its
+    own temporary files and library caches go to ``scratch/zygote``; each job's child narrows this
+    to its job's directory), no TCP; no bytecode written next to sources."""
+    own = os.path.join(scratch, "zygote")
+    os.mkdir(own, 0o700)
+    sandbox.redirect_caches(own)
+    sandbox.restrict_writes([scratch])
+    sandbox.record_attempts()  # a preload the sandbox stops is said to be stopped by it
+    if sandbox.status().kind == "landlock":
+        sys.dont_write_bytecode = True  # __pycache__ in the workspace or site-packages: refused anyway
+
+
 def _import_torch() -> dict[str, Any]:
     info: dict[str, Any] = {"torch_version": None, "torch_path": None, "torch_stamp": None,
                             "torch_error": None}
@@ -816,6 +831,8 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--root", default=None,
                         help="workspace root: list the workspace files that preloads import")
     parser.add_argument("--no-torch", action="store_true", help="do not import torch")
+    parser.add_argument("--no-sandbox", action="store_true",
+                        help="run user code without the OS sandbox (the workspace turned it off)")
     parser.add_argument("--parent-pid", type=int, default=0,
                         help="exit when this process is gone (default: the parent at start)")
     return parser.parse_args(argv)
@@ -831,6 +848,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     sys.path[:0] = args.sys_path
     started = time.monotonic()
     parent = args.parent_pid or os.getppid()
+    # Before any thread exists (a user namespace can only be entered single-threaded).
+    if args.no_sandbox:
+        sandbox.off("off by request (sandbox = false in [tool.fxscope], or --no-sandbox)")
+    else:
+        sandbox.begin()
     stop_watch = threading.Event()
     watcher = _die_with_parent(parent, stop_watch)
     info: dict[str, Any] = {"torch_version": None, "torch_path": None, "torch_stamp": None,
@@ -838,6 +860,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     if not args.no_torch:
         _announce(args.fd_out, "torch")
         info = _import_torch()
+    scratch = tempfile.mkdtemp(prefix="fxscope-zygote-")
+    if sandbox.status().on:  # from here on, no workspace code may write outside the scratch directory
+        _sandbox_zygote(scratch)
     before_preload = frozenset(sys.modules)
     if args.root and args.preload:
         _serve_workspace_from_source(args.root)
@@ -854,7 +879,6 @@ def main(argv: Sequence[str] | None = None) -> None:
     gc.collect()
     if hasattr(gc, "freeze"):
         gc.freeze()  # keep inherited objects out of the children's collections (less copy-on-write)
-    scratch = tempfile.mkdtemp(prefix="fxscope-zygote-")
     zygote = Zygote(args.fd_in, args.fd_out, scratch)
     warnings = [f"preload {name!r} failed: {err}" for name, err in preload.items() if err]
     if info["torch_error"]:
@@ -872,6 +896,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         "preload_files": preload_files,
         "warnings": warnings,
         "scratch": scratch,
+        "sandbox": sandbox.status().to_json(),
         "startup_ms": round((time.monotonic() - started) * 1000.0, 1),
     })
     try:

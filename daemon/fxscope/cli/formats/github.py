@@ -81,4 +81,9 @@ def render(report: Report, *, color: bool = False, root: Path) -> str:
     """Annotations for every finding, sorted by file, line, column, code (``color`` is ignored)."""
     findings = sorted(report.findings, key=sort_key)
     notebooks = NotebookIndex(Path(root))
-    return "".join(annotation(f, root, notebooks) + "\n" for f in findings)
+    out = "".join(annotation(f, root, notebooks) + "\n" for f in findings)
+    sandbox = report.sandbox
+    if sandbox is not None and sandbox.kind != "landlock":  # the model code ran uncontained: say so
+        text = sandbox.phrase() if sandbox.kind == "none" else f"{sandbox.phrase()}: {sandbox.detail}"
+        out += f"::warning title=fxscope sandbox::{escape_data(text)}\n"
+    return out

@@ -151,7 +151,8 @@ def to_sarif(report: Report, root: Path) -> dict[str, Any]:
         "originalUriBaseIds": {SRCROOT: {"uri": Path(root).absolute().as_uri().rstrip("/") + "/"}},
         "columnKind": "unicodeCodePoints",
         "results": [_result(f, index, fp, notebooks) for f, fp in zip(findings, fingerprints(findings, root))],
-        "properties": {"summary": report.summary.to_json(), "torch": report.torch},
+        "properties": {"summary": report.summary.to_json(), "torch": report.torch,
+                       **({"sandbox": report.sandbox.to_json()} if report.sandbox is not None else {})},
     }
     return {"$schema": SARIF_SCHEMA, "version": "2.1.0", "runs": [run]}
 

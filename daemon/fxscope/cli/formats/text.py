@@ -242,7 +242,7 @@ def _targets_phrase(summary: Summary) -> str:
 
 def summary_line(report: Report, *, color: bool = False) -> str:
     """The closing line: ``Found 3 errors, 1 warning in 2 of 5 targets (...) in 0.42s`` or
-    ``All checks passed: 5 targets traced (3 cached) in 0.12s``."""
+    ``All checks passed: 5 targets traced (3 cached) in 0.12s; sandbox on (Landlock)``."""
     style = _Style(color)
     summary = report.summary
     findings = report.findings
@@ -250,6 +250,8 @@ def summary_line(report: Report, *, color: bool = False) -> str:
     dropped = [f"{count} {label}" for count, label in ((summary.suppressed, "suppressed"),
                                                       (summary.baselined, "in baseline")) if count]
     tail = f" in {seconds:.2f}s" + (f" ({', '.join(dropped)})" if dropped else "")
+    if report.sandbox is not None:  # never silent about whether model code ran contained
+        tail += f"; {report.sandbox.phrase()}"
     if not findings:
         if not summary.targets:
             return style("No targets to check", "1") + tail
