@@ -235,11 +235,11 @@ class Recipe:
         if self.kind == "config-class":
             return f"from its config_class at {self.origin}"
         if self.kind == "vocabulary":
-            return (f"with invented values: {self.invented_values()} (no call site found; values the workspace "
+            return (f"with invented values: {self.invented_values()} (no call site found; what the workspace "
                     f"passes for these names elsewhere, {self.origin})")
         if self.kind == "placeholder":
-            return (f"with invented values: {self.invented_values()} (no call site found; small placeholders for its "
-                    f"parameters, {self.origin})")
+            return (f"with invented values: {self.invented_values()} (no call site found; placeholders, "
+                    f"{self.origin})")
         return f"as in {self.origin}"
 
     @property

@@ -139,6 +139,19 @@ def _eager(model: Any, inputs: Mapping[str, Any]) -> BaseException | None:
     return None
 
 
+def _derived_inputs(model: Any) -> dict[str, Any] | None:
+    """Example inputs fxscope derives on its own (a transformers model's, from its config), on the
+    device the model was built on; None when none can be derived."""
+    from fxscope.trace.inputs import default_inputs, example_tensors
+
+    try:
+        specs = default_inputs(model)
+        device = next(iter(model.parameters()), None)
+        return example_tensors(specs, device.device if device is not None else "meta") if specs else None
+    except Exception:  # noqa: BLE001 - a model whose config or parameters cannot be read
+        return None
+
+
 def build_fault(recipe: Recipe | None, model: Any, findings: list[dict[str, Any]],
                 inputs: Mapping[str, Any] | None) -> str | None:
     """Why the trace's errors are the fault of ``recipe``'s invented values (a phrase for the
@@ -151,6 +164,8 @@ def build_fault(recipe: Recipe | None, model: Any, findings: list[dict[str, Any]
     if not suspects:
         return None
     invented = recipe.invented_arguments()
+    if inputs is None:
+        inputs = _derived_inputs(model)
     if inputs is not None:
         raised = _eager(model, inputs)
         if raised is None:
