@@ -10,7 +10,8 @@ the number of heads. Such a build is rejected (the worker tries the next candida
 The test, for each error of the trace that is not fx-specific (FXS101-106, a traced value used
 as Python data, are fx's by definition; only "any other exception", FXS107, can be the build's):
 
-- when example inputs can be derived, the same forward runs eagerly on the same build: if it
+- when example inputs can be derived (configured ones, or a transformers model's from its
+  config), the same forward runs eagerly on the same build: if it
   raises the same exception, the failure is the build's (plain Python fails too); if it runs,
   the error is fx's and stays;
 - otherwise, the evidence of the failing line: a type or value error (``TypeError``,
