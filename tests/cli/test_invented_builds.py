@@ -52,6 +52,13 @@ SWIN = {
 
 
         Mish = nn.Mish
+
+        Gelu = nn.GELU
+
+
+        class Gelu(nn.Module):  # defined after the alias: the name is the class
+            def forward(self, x):
+                return nn.functional.gelu(x)
     """,
 }
 
@@ -147,8 +154,8 @@ LIBRARY = {
 
 
         def test_bert():
-            MyBert(BertConfig(hidden_size=8, num_hidden_layers=1, num_attention_heads=2, intermediate_size=8,
-                              vocab_size=32, max_position_embeddings=16))  # MARK site
+            MyBert(BertConfig(hidden_size=8, num_hidden_layers=1, num_attention_heads=2,  # MARK site
+                              intermediate_size=8, vocab_size=32, max_position_embeddings=16))
     """,
 }
 
@@ -223,6 +230,9 @@ def test_a_rebound_class_name_is_not_a_target(swin: tuple[Path, CheckRun]) -> No
     swish = targets["pkg/swin.py::Swish"]  # rebound in the branch that runs: not traced, not counted
     assert swish["status"] == "skipped" and not swish.get("modules") and "build" not in swish
     assert not run.findings("pkg/swin.py::Swish")
+    gelu = targets["pkg/swin.py::Gelu"]
+    assert gelu["status"] == "traced" and gelu["build"]["kind"] == "defaults"
+    assert {m["type"] for m in gelu["modules"]} == {"pkg.swin.Gelu"}
     assert "after import the name `Swish` is `torch.nn.modules.activation.SiLU`" in run.stderr
 
 
