@@ -293,11 +293,15 @@ def _rebound(obj: Any, target: Target) -> str | None:
     return None
 
 
-def _say_invented(findings: list[dict[str, Any]], recipe: Recipe, name: str) -> None:
-    """Each finding of a build with invented values says so (its message, and so its hover)."""
+def _say_invented(findings: list[dict[str, Any]], recipe: Recipe, name: str,
+                  is_user_file: Callable[[str], bool]) -> None:
+    """Each finding at a workspace line of a build with invented values says so (its message, and
+    so its hover). One located in a library keeps its message: the report groups those by
+    message, one per library cause, whichever targets reached it."""
     note = f" (fxscope built `{name}` with invented values: {recipe.invented_values()}; no call site found)"
     for finding in findings:
-        if finding.get("severity") in ("error", "warning") and note not in str(finding.get("message", "")):
+        if (finding.get("severity") in ("error", "warning") and is_user_file(str(finding.get("file", "")))
+                and note not in str(finding.get("message", ""))):
             finding["message"] = f"{finding.get('message', '')}{note}"
 
 
@@ -534,7 +538,7 @@ def _build_and_trace(job: TraceJob, factory: Any, build: Callable[[Callable[[], 
         result.pop("build", None)
         return Attempt(recipe, fault)
     if recipe is not None and recipe.invented:
-        _say_invented(body.get("findings") or [], recipe, target.qualname or "")
+        _say_invented(body.get("findings") or [], recipe, target.qualname or "", is_user_file)
     return _run_pt2(job, factory, body, is_user_file, fallback, result), None
 
 
