@@ -27,12 +27,15 @@ import re
 from dataclasses import dataclass
 from typing import Any, Union
 
-__all__ = ["Call", "Expr", "Lit", "Ref", "RefExpr", "Recipe", "RECIPE_KINDS", "Seq", "Setattrs", "DictExpr",
+__all__ = ["INVENTED_KINDS", "Call", "Expr", "Lit", "Ref", "RefExpr", "Recipe", "RECIPE_KINDS", "Seq", "Setattrs", "DictExpr",
            "expr_from_json", "expr_to_json"]
 
 #: Where a recipe came from, in the order sources are preferred when costs tie.
 RECIPE_KINDS = ("defaults", "annotation", "config-class", "call-site", "docstring", "readme", "vocabulary",
                 "placeholder")
+#: Kinds whose values fxscope made up (no call site of the class says them): a build from one is a
+#: hypothesis, rejected when its failure comes from such a value (see ``fxscope.worker.hypothesis``).
+INVENTED_KINDS = ("vocabulary", "placeholder")
 
 #: Keyword names that count layers or blocks: a recipe is small when these are.
 _DEPTH_NAME = re.compile(r"(^|_)(n_?)?(num_)?(hidden_)?(layers?|blocks?|depths?|stages?|n_layer|levels?)$|^depth")
@@ -232,10 +235,25 @@ class Recipe:
         if self.kind == "config-class":
             return f"from its config_class at {self.origin}"
         if self.kind == "vocabulary":
-            return f"with values the workspace uses ({self.origin})"
+            return (f"with invented values: {self.invented_values()} (no call site found; what the workspace "
+                    f"passes for these names elsewhere, {self.origin})")
         if self.kind == "placeholder":
-            return f"with small placeholder values for its parameters ({self.origin})"
+            return (f"with invented values: {self.invented_values()} (no call site found; placeholders, "
+                    f"{self.origin})")
         return f"as in {self.origin}"
+
+    @property
+    def invented(self) -> bool:
+        """Whether fxscope made the values up (no call site, annotation or default says them)."""
+        return self.kind in INVENTED_KINDS
+
+    def invented_arguments(self) -> dict[str, Expr]:
+        """The arguments of an invented build by parameter name (empty for any other build)."""
+        return dict(self.expr.kwargs) if self.invented else {}
+
+    def invented_values(self) -> str:
+        """``dim=16, input_resolution=32``: the made-up arguments, as written."""
+        return ", ".join(f"{name}={render_python(value)[1]}" for name, value in self.invented_arguments().items())
 
     def describe(self) -> str:
         """``Net(dim=64) as in README.md:42``: what the report, hover and lens say."""

@@ -18,6 +18,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import re
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -48,6 +49,16 @@ _TORCH_NO_ARGS = _TORCH_NO_FORWARD | frozenset({
     "LogSigmoid", "Softmax", "LogSoftmax", "Softmin", "Softmax2d", "GLU", "Dropout", "Dropout1d",
     "Dropout2d", "Dropout3d", "AlphaDropout", "PReLU", "Tanhshrink", "Hardshrink", "Softshrink",
 })
+# Installed libraries whose public classes named like models are nn.Module subclasses with a
+# forward (a class deriving from one is a target like any other; the worker checks it is a module).
+_MODEL_LIBRARIES = frozenset({"transformers", "timm", "torchvision", "diffusers", "torchaudio", "open_clip",
+                              "segmentation_models_pytorch", "monai", "torch_geometric"})
+_LIBRARY_NON_MODELS = ("Config", "Configuration", "Tokenizer", "TokenizerFast", "Processor", "FeatureExtractor",
+                       "ImageProcessor", "Output", "Outputs", "Mixin", "Dataset", "Callback", "Trainer", "Pipeline",
+                       "Scheduler", "Arguments", "Args", "Error", "Exception", "Enum", "Transform", "Compose",
+                       "Loader", "Sampler", "State", "Cache", "Hook", "Registry")
+# transformers model classes built from a config: ``BertModel``, ``GPT2LMHeadModel``, ``BertForMaskedLM``.
+_HF_MODEL = re.compile(r"(Model|For[A-Z]\w*)$")
 # Bases that never define an __init__ that takes arguments.
 _PLAIN_BASES = frozenset({
     "object", "builtins.object", "abc.ABC", "typing.Generic", "typing.Protocol",
@@ -355,8 +366,13 @@ class _Workspace:
                     init = () if base_name in _TORCH_NO_ARGS else (INHERITED,)
             elif kind == "hf":
                 is_module = True
+                has_forward |= not base_name.endswith("PreTrainedModel")  # a model class has its own
                 if init is None:
                     init = ("config",)
+            elif kind == "lib":  # a library's model class: its constructor is tried with no argument
+                is_module = has_forward = True
+                if init is None:
+                    init = ()
             elif kind != "plain" and init is None:
                 init = (INHERITED,)
         abstract = info.abstract | (inherited_abstract - set(info.members))
@@ -399,6 +415,9 @@ def _external_kind(dotted: str) -> tuple[str, str]:
         return "hf", last
     if dotted in _PLAIN_BASES:
         return "plain", dotted
+    if parts[0] in _MODEL_LIBRARIES and len(parts) >= 2 and last[:1].isupper() and not last.isupper() \
+            and not last.endswith(_LIBRARY_NON_MODELS):
+        return ("hf" if parts[0] == "transformers" and _HF_MODEL.search(last) else "lib"), last
     return "ext", dotted
 
 

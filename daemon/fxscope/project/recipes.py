@@ -39,6 +39,8 @@ _PER_PARAMETER = 2
 #: Names a Markdown snippet may use without importing them.
 #: Classmethods of a config class taken to return a default (small) configuration with no argument.
 _DEFAULT_FACTORY = re.compile(r"^(get_)?(default|small|tiny|base)(_config|_args|_settings)?s?$")
+#: transformers classes that carry a ``config_class``: ``PreTrainedModel`` and its model classes.
+_HF_MODEL = re.compile(r"\.[A-Z]\w*(Model|For[A-Z]\w*)$")
 _BUILTINS = frozenset({"dict", "list", "tuple", "set", "frozenset", "range", "slice"})
 _MARKDOWN_ALIASES = {"torch": "torch", "nn": "torch.nn", "F": "torch.nn.functional", "functools": "functools",
                      "partial": "functools.partial", "SimpleNamespace": "types.SimpleNamespace"}
@@ -367,8 +369,8 @@ class RecipeIndex:
                 continue
             if found[0] == "class" and self._inherits_config_class(_ClassKey(found[1], found[2]), seen):
                 return True
-            if found[0] == "ext" and found[1].startswith("transformers") and found[1].endswith("PreTrainedModel"):
-                return True
+            if found[0] == "ext" and found[1].startswith("transformers.") and _HF_MODEL.search(found[1]):
+                return True  # a pretrained model class, or a model class deriving from one (`BertModel`)
         return False
 
 

@@ -30,7 +30,7 @@ from typing import Any, Callable
 
 from fxscope.model.recipe import Recipe
 from fxscope.project.notebooks import is_notebook
-from fxscope.worker.construct import AutomaticBuild
+from fxscope.worker.construct import Attempt, AutomaticBuild
 from fxscope.worker.overlay import OverlayLoader, serve_from_source
 from fxscope.worker.safe_module import load_notebook, notebook_of
 from fxscope.worker.sandbox import denial_of
@@ -268,12 +268,45 @@ def _defaults_recipe(target: Target) -> Recipe:
 
 
 def _build_class(cls: Any, target: Target, build: Callable[[Callable[[], Any]], Any],
-                 is_user_file: Callable[[str], bool]) -> AutomaticBuild:
-    """Build a class target from its defaults (when it needs no argument) and its recipes."""
+                 is_user_file: Callable[[str], bool], rejected: tuple[Recipe, ...] = ()) -> AutomaticBuild:
+    """Build a class target from its defaults (when it needs no argument) and its recipes, except
+    the ``rejected`` ones."""
     from fxscope.worker.construct import build_automatically
 
     defaults = None if target.needs_args else _defaults_recipe(target)
-    return build_automatically(cls, target.recipes, defaults, build=build, is_user_file=is_user_file)
+    if defaults is not None and any(r.kind == "defaults" for r in rejected):
+        defaults = None
+    recipes = tuple(r for r in target.recipes if r not in rejected)
+    return build_automatically(cls, recipes, defaults, build=build, is_user_file=is_user_file)
+
+
+def _rebound(obj: Any, target: Target) -> str | None:
+    """Why a discovered class is not a target after all (None: it is): its module-level name is
+    bound to something else once the module ran (``Swish = nn.SiLU`` in the branch that ran), or
+    what it names is no ``nn.Module`` class (a library base that was not a model)."""
+    import torch
+
+    name = target.qualname or ""
+    if not inspect.isclass(obj) or getattr(obj, "__qualname__", None) != name or (
+            target.module and not is_notebook(target.module) and getattr(obj, "__module__", None) != target.module):
+        what = getattr(obj, "__module__", "") + "." + getattr(obj, "__qualname__", type(obj).__name__)
+        return (f"`{name}` at {target.file}:{target.line} is not traced: after import the name `{name}` is "
+                f"`{what.lstrip('.')}`, not the class defined there")
+    if not issubclass(obj, torch.nn.Module):
+        return f"`{name}` at {target.file}:{target.line} is not traced: it is not a torch.nn.Module subclass"
+    return None
+
+
+def _say_invented(findings: list[dict[str, Any]], recipe: Recipe, name: str,
+                  is_user_file: Callable[[str], bool]) -> None:
+    """Each finding at a workspace line of a build with invented values says so (its message, and
+    so its hover). One located in a library keeps its message: the report groups those by
+    message, one per library cause, whichever targets reached it."""
+    note = f" (fxscope built `{name}` with invented values: {recipe.invented_values()}; no call site found)"
+    for finding in findings:
+        if (finding.get("severity") in ("error", "warning") and is_user_file(str(finding.get("file", "")))
+                and note not in str(finding.get("message", ""))):
+            finding["message"] = f"{finding.get('message', '')}{note}"
 
 
 def _parameterless_failure(cls: Any, automatic: AutomaticBuild) -> BaseException | None:
@@ -347,9 +380,7 @@ def run_trace_job(raw_job: Mapping[str, Any]) -> dict[str, Any]:
     # forked child; the zygote never runs a torch op, OpenMP state does not survive fork).
     torch.set_num_threads(1)
 
-    from fxscope.trace.analysis import analyze
-    from fxscope.trace.build import BuildError, build_model
-    from fxscope.trace.frames import SourceLocation
+    from fxscope.trace.build import build_model
 
     from fxscope.trace.classify import EXTERNAL_CAUSES
 
@@ -411,20 +442,53 @@ def run_trace_job(raw_job: Mapping[str, Any]) -> dict[str, Any]:
     if blocked:  # a notebook (or script) class that reads what a statement fxscope did not run sets
         return skip_for(blocked)
 
+    if target.kind == "class":
+        rebound = _rebound(factory, target)
+        if rebound:  # `Swish = nn.SiLU`: the name no longer names the class defined there
+            result["warnings"].append(rebound)
+            return finish({"status": "skipped", "modules": [], "nodes": 0, "findings": []})
     analyses = config.analyses_for(target.id)
     if "fx" not in analyses:  # only torch.compile / torch.export: they build the model themselves
         return finish(_run_pt2(job, factory, {"status": "traced", "modules": [], "nodes": 0, "findings": []},
                                is_user_file, fallback, result))
-    leaf_types, problems = _leaf_types(list(config.leaf_modules))
-    result["warnings"].extend(problems)
-    wrap_functions, problems = _wrap_functions(list(getattr(config, "wrap_functions", ())))
-    result["warnings"].extend(problems)
 
     def build(make: Callable[[], Any]) -> Any:
         return build_model(make, device=config.device, is_user_file=is_user_file, exact_meta=bool(target.inputs))
 
+    rejected: list[Attempt] = []  # builds with invented values whose failure was the values' fault
+    while True:
+        outcome = _build_and_trace(job, factory, build, is_user_file, fallback, result, home, rejected)
+        if not isinstance(outcome, Attempt):
+            return finish(*outcome) if isinstance(outcome, tuple) else outcome
+        rejected.append(outcome)
+
+
+def _build_and_trace(job: TraceJob, factory: Any, build: Callable[[Callable[[], Any]], Any],
+                     is_user_file: Callable[[str], bool], fallback: dict[str, Any], result: dict[str, Any],
+                     home: Any, rejected: list[Attempt]) -> Any:
+    """Build the target (a class: from its candidates, except the ``rejected`` ones) and trace it:
+    ``(body, error)`` for :func:`finish`, a finished result, or the :class:`Attempt` of a build
+    with invented values whose failure is their fault (the caller tries the next candidate)."""
+    from fxscope.trace.analysis import analyze
+    from fxscope.trace.build import BuildError
+    from fxscope.trace.frames import SourceLocation
+    from fxscope.worker.hypothesis import build_fault
+
+    config, target = job.config, job.target
+    leaf_types, problems = _leaf_types(list(config.leaf_modules))
+    result["warnings"].extend(p for p in problems if p not in result["warnings"])
+    wrap_functions, problems = _wrap_functions(list(getattr(config, "wrap_functions", ())))
+    result["warnings"].extend(p for p in problems if p not in result["warnings"])
+
+    def skip_for(blocked: Mapping[str, Any]) -> tuple[dict[str, Any], None]:
+        module = sys.modules[_target_module(target) or ""]
+        return {"status": "skipped", "modules": [], "nodes": 0,
+                "findings": skipped_findings(target, blocked, module)}, None
+
+    recipe: Recipe | None = None
     if target.kind == "class":  # built on its own: from its defaults or the workspace's recipes
-        automatic = _build_class(factory, target, build, is_user_file)
+        automatic = _build_class(factory, target, build, is_user_file, tuple(a.recipe for a in rejected))
+        automatic.attempts[:0] = rejected
         if automatic.built is None:
             blocked = name_errors((a.cause for a in automatic.attempts), home)
             if blocked:
@@ -432,13 +496,14 @@ def run_trace_job(raw_job: Mapping[str, Any]) -> dict[str, Any]:
             fatal = automatic.exhausted or _parameterless_failure(factory, automatic)
             if fatal is not None:  # too large for the limits, or a constructor without parameters that raises
                 message = f"the constructor raised {type(fatal).__name__}: {fatal}"
-                return finish({"status": "error", "modules": [], "nodes": 0,
-                               "findings": [_error_finding("FXS401", message, fatal, is_user_file, fallback)]}, fatal)
-            return finish({"status": "skipped", "modules": [], "nodes": 0,
-                           "findings": [_needs_arguments(target, automatic, is_user_file, fallback)]})
+                return {"status": "error", "modules": [], "nodes": 0,
+                        "findings": [_error_finding("FXS401", message, fatal, is_user_file, fallback)]}, fatal
+            return {"status": "skipped", "modules": [], "nodes": 0,
+                    "findings": [_needs_arguments(target, automatic, is_user_file, fallback)]}, None
         built = automatic.built
-        assert automatic.recipe is not None
-        result["build"] = automatic.recipe.to_json()
+        recipe = automatic.recipe
+        assert recipe is not None
+        result["build"] = recipe.to_json()
     else:
         try:
             built = build(factory)
@@ -447,9 +512,9 @@ def run_trace_job(raw_job: Mapping[str, Any]) -> dict[str, Any]:
             blocked = name_errors([cause], home)
             if blocked:
                 return skip_for(blocked)
-            return finish({"status": "error", "modules": [], "nodes": 0,
-                           "findings": [_error_finding("FXS401", f"the factory raised {be}", cause, is_user_file,
-                                                       fallback)]}, cause)
+            return {"status": "error", "modules": [], "nodes": 0,
+                    "findings": [_error_finding("FXS401", f"the factory raised {be}", cause, is_user_file,
+                                                fallback)]}, cause
 
     concrete = dict(target.concrete_args)
     if built.concrete_args:
@@ -473,13 +538,19 @@ def run_trace_job(raw_job: Mapping[str, Any]) -> dict[str, Any]:
                          if job.fallback_file else None)
     except Exception as e:  # a bug in the tracer itself must still give a located answer
         detail = "".join(traceback.format_exception_only(type(e), e)).strip()
-        return finish({"status": "error", "modules": [], "nodes": 0,
-                       "findings": [_error_finding("FXS107", f"internal tracing error: {detail}", e, is_user_file, fallback)]}, e)
+        return {"status": "error", "modules": [], "nodes": 0,
+                "findings": [_error_finding("FXS107", f"internal tracing error: {detail}", e, is_user_file, fallback)]}, e
     body = report.to_json(graphs=True)
     blocked = name_errors((f.get("message") for f in body.get("findings") or () if f.get("code") == "FXS107"), home)
     if blocked:  # forward read a name fxscope left unset: not an error plain Python would have
         return skip_for(blocked)
-    return finish(_run_pt2(job, factory, body, is_user_file, fallback, result))
+    fault = build_fault(recipe, built.model, body.get("findings") or [], inputs)
+    if fault is not None and recipe is not None:  # the made-up values' fault, not the code's
+        result.pop("build", None)
+        return Attempt(recipe, fault)
+    if recipe is not None and recipe.invented:
+        _say_invented(body.get("findings") or [], recipe, target.qualname or "", is_user_file)
+    return _run_pt2(job, factory, body, is_user_file, fallback, result), None
 
 
 def _sandbox_cause(e: BaseException) -> tuple[str, str, str | None] | None:
