@@ -35,7 +35,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from fxscope.project._names import dotted_name
-from fxscope.project.work import TopLevel, Work, WorkspaceImport, is_main_guard, script_reason
+from fxscope.project.work import TopLevel, Work, WorkspaceImport, is_main_guard, local_names, script_reason
 
 __all__ = ["Step", "Work", "dependencies", "is_main_guard", "is_script", "plan", "protected_name",
            "runnable_classes", "script_reason"]
@@ -260,30 +260,6 @@ def runnable_classes(tree: ast.Module) -> set[str]:
 # what a class's build and forward use
 
 
-def _local_names(func: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda) -> set[str]:
-    """Names bound inside a function (parameters, assignments, imports, loop and ``with``
-    targets, nested definitions, comprehension variables), minus those it declares global."""
-    args = func.args
-    local = {a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)}
-    local.update(a.arg for a in (args.vararg, args.kwarg) if a is not None)
-    declared: set[str] = set()
-    body = func.body if isinstance(func.body, list) else [func.body]
-    for node in (n for stmt in body for n in ast.walk(stmt)):
-        if isinstance(node, ast.Global):
-            declared.update(node.names)
-        elif isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
-            local.add(node.id)
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            local.add(node.name)
-        elif isinstance(node, (ast.Import, ast.ImportFrom)):
-            local.update(a.asname or a.name.split(".")[0] for a in node.names)
-        elif isinstance(node, ast.ExceptHandler) and node.name:
-            local.add(node.name)
-        elif isinstance(node, ast.arg):
-            local.add(node.arg)
-    return local - declared
-
-
 def _loads(nodes: Iterable[ast.AST]) -> Iterator[ast.Name]:
     for root in nodes:
         for node in ast.walk(root):
@@ -346,7 +322,7 @@ def dependencies(tree: ast.Module, name: str) -> dict[str, int]:
 def _uses(node: ast.stmt, defined: dict[str, ast.stmt]) -> Iterator[ast.Name]:
     """Global names read by what building and calling a class (or a function) runs."""
     if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-        local = _local_names(node)
+        local = local_names(node)
         yield from _loads([*node.decorator_list, *node.args.defaults,
                            *(d for d in node.args.kw_defaults if d is not None)])
         yield from (n for n in _loads(node.body) if n.id not in local)
@@ -370,7 +346,7 @@ def _uses(node: ast.stmt, defined: dict[str, ast.stmt]) -> Iterator[ast.Name]:
             continue
         reached.add(method)
         func = functions[method]
-        local = _local_names(func)
+        local = local_names(func)
         yield from (n for n in _loads(func.body) if n.id not in local)
         attributes |= _self_attributes(func)
         todo.extend(a for a in attributes if a in functions and a not in reached)
@@ -381,7 +357,7 @@ def _uses(node: ast.stmt, defined: dict[str, ast.stmt]) -> Iterator[ast.Name]:
             base_functions = _functions_of(defined[base_name])  # type: ignore[arg-type]
             for method in {*_ENTRY_METHODS, *attributes} & set(base_functions):
                 func = base_functions[method]
-                local = _local_names(func)
+                local = local_names(func)
                 yield from (n for n in _loads(func.body) if n.id not in local)
 
 

@@ -60,7 +60,7 @@ from dataclasses import dataclass
 
 from fxscope.project._names import dotted_name, dotted_parts
 
-__all__ = ["ModuleReader", "Modules", "TopLevel", "Work", "WorkspaceImport", "is_main_guard", "script_reason"]
+__all__ = ["ModuleReader", "Modules", "TopLevel", "Work", "WorkspaceImport", "is_main_guard", "local_names", "script_reason"]
 
 #: ``(level, module)`` of an import -> whether it imports workspace code.
 WorkspaceImport = Callable[[int, str], bool]
@@ -129,14 +129,18 @@ def _top_statements(body: Iterable[ast.stmt]) -> Iterator[ast.stmt]:
             yield from _top_statements(case.body)
 
 
-def _local_names(func: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda) -> set[str]:
+def local_names(func: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda) -> set[str]:
+    """Names bound inside a function (parameters, assignments, imports, loop and ``with``
+    targets, nested definitions, comprehension variables), minus those it declares global: what
+    it reads under any other name comes from the module (or builtins). A ``nonlocal`` name is
+    bound in an enclosing function, so it stays local here."""
     args = func.args
     local = {a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)}
     local.update(a.arg for a in (args.vararg, args.kwarg) if a is not None)
     declared: set[str] = set()
     body = func.body if isinstance(func.body, list) else [func.body]
     for node in (n for stmt in body for n in ast.walk(stmt)):
-        if isinstance(node, (ast.Global, ast.Nonlocal)):
+        if isinstance(node, ast.Global):
             declared.update(node.names)
         elif isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
             local.add(node.id)
@@ -318,7 +322,7 @@ class TopLevel:
             return False
         if any(self._names_workspace(d) for d in func.decorator_list):
             return False
-        local = _local_names(func)
+        local = local_names(func)
         aliases: dict[str, str] = {}
         for node in (n for stmt in func.body for n in ast.walk(stmt)):
             if isinstance(node, (ast.Import, ast.ImportFrom)):
@@ -556,7 +560,7 @@ class TopLevel:
         if isinstance(root, ast.Lambda):
             if not handed:
                 return None  # kept, not called: the name it is bound to is workspace code
-            local = _local_names(root)
+            local = local_names(root)
             for node in ast.walk(root.body):
                 if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id not in local \
                         and self.is_workspace(node.id) and not self.inert(node.id):
