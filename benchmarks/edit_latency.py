@@ -26,8 +26,9 @@ import time
 from pathlib import Path
 
 from lsprotocol import types
-from pygls.lsp.client import LanguageClient
 from pygls.uris import from_fs_path
+
+from lsp_client import bench_client
 
 MODEL = '''"""A generated stack of {layers} Linear+ReLU layers (~{nodes} graph nodes)."""
 
@@ -133,43 +134,19 @@ def cmdline(pid: int) -> str:
 
 class Bench:
     def __init__(self) -> None:
-        self.client = LanguageClient("fxscope-bench", "1")
         self.published: list[tuple[float, str, int | None]] = []
         self.progress_ended = asyncio.Event()
-        c = self.client
-
         self.arrived = asyncio.Event()
+        self.client = bench_client(self._published, on_progress=self._progress)
 
-        @c.feature(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
-        def _pub(params: types.PublishDiagnosticsParams) -> None:
-            self.published.append((time.perf_counter(), params.uri, params.version))
-            self.arrived.set()
+    def _published(self, params: types.PublishDiagnosticsParams) -> None:
+        self.published.append((time.perf_counter(), params.uri, params.version))
+        self.arrived.set()
 
-        @c.feature(types.WINDOW_WORK_DONE_PROGRESS_CREATE)
-        def _create(params: types.WorkDoneProgressCreateParams) -> None:
-            return None
-
-        @c.feature(types.PROGRESS)
-        def _progress(params: types.ProgressParams) -> None:
-            value = params.value if isinstance(params.value, dict) else {}
-            if value.get("kind") == "end":
-                self.progress_ended.set()
-
-        @c.feature(types.WORKSPACE_CONFIGURATION)
-        def _config(params: types.ConfigurationParams) -> list[None]:
-            return [None for _ in params.items]
-
-        @c.feature(types.CLIENT_REGISTER_CAPABILITY)
-        def _register(params: types.RegistrationParams) -> None:
-            return None
-
-        @c.feature(types.WORKSPACE_CODE_LENS_REFRESH)
-        def _lens(params: None) -> None:
-            return None
-
-        @c.feature(types.WINDOW_LOG_MESSAGE)
-        def _log(params: types.LogMessageParams) -> None:
-            return None
+    def _progress(self, params: types.ProgressParams) -> None:
+        value = params.value if isinstance(params.value, dict) else {}
+        if value.get("kind") == "end":
+            self.progress_ended.set()
 
     async def wait_version(self, uri: str, version: int, since: float, timeout: float = 120) -> float:
         """When diagnostics for ``version`` of ``uri`` arrived (woken by each arrival: a polling

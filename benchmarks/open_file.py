@@ -42,6 +42,8 @@ from lsprotocol import types
 from pygls.lsp.client import LanguageClient
 from pygls.uris import from_fs_path
 
+from lsp_client import bench_client
+
 DAEMON_DIR = Path(__file__).resolve().parent.parent / "daemon"
 OPEN_BUDGET_RATIO = 0.3
 OPEN_BUDGET_S = 20.0
@@ -98,47 +100,20 @@ class Client:
     """A pygls client that records publishDiagnostics and the server's log lines."""
 
     def __init__(self) -> None:
-        self.lsp = LanguageClient("fxscope-bench", "1")
         self.published: list[tuple[float, str, int | None, list[types.Diagnostic]]] = []
         self.logs: list[str] = []
         self.verbose = False
         self.arrived = asyncio.Event()
-        c = self.lsp
+        self.lsp = bench_client(self._published, on_log=self._logged)
 
-        @c.feature(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
-        def _pub(params: types.PublishDiagnosticsParams) -> None:
-            self.published.append((time.perf_counter(), params.uri, params.version, list(params.diagnostics)))
-            self.arrived.set()
+    def _published(self, params: types.PublishDiagnosticsParams) -> None:
+        self.published.append((time.perf_counter(), params.uri, params.version, list(params.diagnostics)))
+        self.arrived.set()
 
-        @c.feature(types.WINDOW_WORK_DONE_PROGRESS_CREATE)
-        def _create(params: types.WorkDoneProgressCreateParams) -> None:
-            return None
-
-        @c.feature(types.PROGRESS)
-        def _progress(params: types.ProgressParams) -> None:
-            return None
-
-        @c.feature(types.WORKSPACE_CONFIGURATION)
-        def _config(params: types.ConfigurationParams) -> list[None]:
-            return [None for _ in params.items]
-
-        @c.feature(types.CLIENT_REGISTER_CAPABILITY)
-        def _register(params: types.RegistrationParams) -> None:
-            return None
-
-        @c.feature(types.WORKSPACE_CODE_LENS_REFRESH)
-        def _lens(params: None) -> None:
-            return None
-
-        @c.feature(types.WORKSPACE_INLAY_HINT_REFRESH)
-        def _hints(params: None) -> None:
-            return None
-
-        @c.feature(types.WINDOW_LOG_MESSAGE)
-        def _log(params: types.LogMessageParams) -> None:
-            self.logs.append(params.message)
-            if self.verbose:
-                print(f"    [server] {params.message}", file=sys.stderr, flush=True)
+    def _logged(self, params: types.LogMessageParams) -> None:
+        self.logs.append(params.message)
+        if self.verbose:
+            print(f"    [server] {params.message}", file=sys.stderr, flush=True)
 
     async def status(self) -> dict:
         out = await self.lsp.workspace_execute_command_async(types.ExecuteCommandParams(command="fxscope.status"))
