@@ -31,6 +31,7 @@ from typing import Any, Callable
 from fxscope.model.recipe import Recipe
 from fxscope.project.notebooks import is_notebook
 from fxscope.worker.construct import Attempt, AutomaticBuild
+from fxscope.worker.hypothesis import build_fault  # before any user code runs: it compiles regexes
 from fxscope.worker.overlay import OverlayLoader, serve_from_source
 from fxscope.worker.safe_module import load_notebook, notebook_of
 from fxscope.worker.sandbox import denial_of
@@ -472,7 +473,6 @@ def _build_and_trace(job: TraceJob, factory: Any, build: Callable[[Callable[[], 
     from fxscope.trace.analysis import analyze
     from fxscope.trace.build import BuildError
     from fxscope.trace.frames import SourceLocation
-    from fxscope.worker.hypothesis import build_fault
 
     config, target = job.config, job.target
     leaf_types, problems = _leaf_types(list(config.leaf_modules))
