@@ -62,9 +62,10 @@ class CheckRun:
         return {t["id"]: t for t in self.report["targets"]}
 
     def findings(self, target: str | None = None, code: str | None = None) -> list[dict[str, Any]]:
-        """Findings, optionally of one target (also via merged scopes) and one code."""
+        """Findings, optionally of one target (also via merged scopes) and one code; the sites of a
+        finding grouped by library cause count as findings of their own."""
         out = []
-        for f in self.report["findings"]:
+        for f in flat_findings(self.report["findings"]):
             if code is not None and f["code"] != code:
                 continue
             if target is not None and f.get("target") != target and not any(
@@ -147,11 +148,17 @@ def locate(root: Path, rel: str, marker: str, text: str | None = None) -> tuple[
     raise AssertionError(f"{marker!r} not in {rel}")
 
 
+def flat_findings(findings: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Every finding of a report's list, the ``sites`` of those grouped by library cause included."""
+    return [g for f in findings for g in (f, *flat_findings(f.get("sites") or []))]
+
+
 def assert_failures_explained(report: dict[str, Any]) -> None:
     """The report invariant: no target ends ``failed``, ``partial`` or ``error`` without an error
-    finding that names it (as its target, among its ``targets`` or its scopes' targets)."""
+    finding that names it (as its target, among its ``targets`` or its scopes' targets), listed
+    or as one of the ``sites`` of a finding grouped by its library cause."""
     named: dict[str, list[str]] = {}
-    for f in report["findings"]:
+    for f in flat_findings(report["findings"]):
         if f["severity"] != "error":
             continue
         ids = {f.get("target"), *(f.get("targets") or ()), *(s.get("target") for s in f.get("scopes") or ())}
