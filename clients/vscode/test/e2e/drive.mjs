@@ -302,7 +302,7 @@ try {
   if (insertHold) {
     /** The code lenses of the open editor: each one's text and the 1-based line it stands above. */
     const lenses = async () => page.evaluate(() => {
-      const editor = document.querySelector(".monaco-editor");
+      const editor = globalThis.document.querySelector(".monaco-editor");
       if (!editor) return [];
       const numbers = [...editor.querySelectorAll(".margin-view-overlays .line-numbers")]
         .map((e) => ({ n: Number(e.textContent.trim()), top: e.getBoundingClientRect().top }))
