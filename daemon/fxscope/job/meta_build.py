@@ -1,6 +1,9 @@
 """The fx analysis's model: the target built on the meta device (a class from its defaults and
 recipes, retrying the next candidate when the invented values, not the code, made the trace
-fail), then traced."""
+fail), then traced.
+
+What the job needs is imported with this module, before the workspace's code runs: a module that
+patches builtins (``builtins.len = ...``) must not break the job's own imports (``re`` among them)."""
 
 from __future__ import annotations
 
@@ -11,8 +14,9 @@ from typing import Any, Callable
 
 from fxscope.job.analyses import REGISTRY, AnalysisContext
 from fxscope.job.building import build_class, needs_arguments, parameterless_failure, say_invented
-from fxscope.job.construct import Attempt
+from fxscope.job.construct import Attempt, AutomaticBuild
 from fxscope.job.failures import error_finding
+from fxscope.job.hypothesis import build_fault
 from fxscope.job.skips import name_errors, skipped_findings
 from fxscope.job.stages import JobState, body
 from fxscope.job.target import target_module
@@ -90,9 +94,6 @@ def build_and_trace(factory: Any, state: JobState, rejected: list[Attempt]) -> T
     fx's report, the stage that ends the job (nothing built, the tracer failed, a name fxscope left
     unset), or the :class:`Attempt` of a build with invented values whose failure is their fault
     (the caller tries the next candidate)."""
-    from fxscope.job.construct import AutomaticBuild
-    from fxscope.job.hypothesis import build_fault
-
     context = state.context
     outcome = _build(factory, state, rejected)
     if isinstance(outcome, tuple):
