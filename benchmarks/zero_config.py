@@ -305,7 +305,7 @@ def import_class(repo_dir: Path, target: dict[str, Any]) -> Any:
 
     from fxscope.project.toplevel import is_script
     from fxscope.project.work import Modules
-    from fxscope.worker.safe_module import run_script
+    from fxscope.job.safe_module import run_script
 
     module = module_name(repo_dir, target["file"])
     path = repo_dir / target["file"]
@@ -351,7 +351,7 @@ def rebuild(repo_dir: Path, target: dict[str, Any]) -> tuple[Any, dict[str, Any]
         raise NotImplementedError(f"rebuilding a {target['kind']} target is not supported")
     build = target.get("build")
     if build is not None and build.get("kind") != "defaults":
-        from fxscope.worker.construct import rebuild as rebuild_recipe
+        from fxscope.job.construct import rebuild as rebuild_recipe
 
         return rebuild_recipe(build, str(repo_dir.resolve())), None
     cls = import_class(repo_dir, target)

@@ -12,7 +12,7 @@ PACKAGE = Path(fxscope.__file__).parent
 
 # Bottom to top. A module may import its own layer, any layer listed before it, and the base
 # modules (``fxscope`` itself and ``fxscope.errors``).
-LAYERS = ["model", "trace", "project", "worker", "cache", "engine", "report", "graphview", "session",
+LAYERS = ["model", "trace", "project", "job", "worker", "cache", "engine", "report", "graphview", "session",
           "server", "lsp", "cli"]
 
 

@@ -71,7 +71,7 @@ def raises(job: dict[str, Any]) -> dict[str, Any]:
 
 
 def import_overlaid(job: dict[str, Any]) -> dict[str, Any]:
-    from fxscope.worker.touched import touched_files
+    from fxscope.job.touched import touched_files
 
     module = importlib.import_module(job["module"])
     file = module.__file__

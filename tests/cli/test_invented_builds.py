@@ -162,7 +162,7 @@ LIBRARY = {
 _PLAIN_FX = """
 import json, sys
 import torch.fx
-from fxscope.worker.construct import rebuild
+from fxscope.job.construct import rebuild
 root, build = sys.argv[1], json.loads(sys.argv[2])
 sys.path.insert(0, root)
 model = rebuild(build, root)

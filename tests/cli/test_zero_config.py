@@ -318,8 +318,8 @@ def test_the_text_output_names_the_provenance_of_nothing_and_one_line_for_the_re
 _PLAIN_FX = """
 import json, sys
 import torch.fx
-from fxscope.worker.construct import rebuild
-from fxscope.worker.runner import user_file_predicate
+from fxscope.job.construct import rebuild
+from fxscope.job.failures import user_file_predicate
 root, build = sys.argv[1], json.loads(sys.argv[2])
 sys.path.insert(0, root)
 model = rebuild(build, root)

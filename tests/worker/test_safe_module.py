@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 import torch
 from fxscope.project.notebooks import make_notebook
-from fxscope.worker.overlay import served_digest
-from fxscope.worker.safe_module import Evaluator, NotAllowed, load_notebook, notebook_of, run_safely, skipped_of
+from fxscope.job.overlay import served_digest
+from fxscope.job.safe_module import Evaluator, NotAllowed, load_notebook, notebook_of, run_safely, skipped_of
 
 pytestmark = pytest.mark.requires_torch
 

@@ -18,7 +18,7 @@ import pytest
 from fxscope.worker import WorkerPool
 from fxscope.worker import pool as pool_module
 from fxscope.worker.protocol import FrameDecoder, ProtocolError, encode, encode_attached, read_message
-from fxscope.worker.touched import touched_files
+from fxscope.job.touched import touched_files
 
 pytestmark = pytest.mark.requires_torch
 

@@ -39,7 +39,7 @@ from fxscope.model.sandbox import SandboxStatus
 from fxscope.project.discovery import Discovery, Target, discover
 
 if TYPE_CHECKING:
-    from fxscope.worker.trace_job import TraceJob
+    from fxscope.job.trace_job import TraceJob
 
 __all__ = ["ABSENT", "Engine", "ProgressEvent", "installed_torch_version"]
 
@@ -280,7 +280,7 @@ class Engine:
                          {rel: hash_text(text) for rel, text in wanted.items()})
 
     def _job(self, target: Target, overlays: dict[str, str]) -> TraceJob:
-        from fxscope.worker.trace_job import TraceJob  # with the pool: a cached check imports neither
+        from fxscope.job.trace_job import TraceJob  # with the pool: a cached check imports neither
 
         fallback = self._fallback(target)
         return TraceJob(str(self.root), self.config, target, fallback_file=fallback["file"],

@@ -4,7 +4,7 @@ A recipe is a small expression tree that the worker evaluates without running an
 is made only of literals, containers, references to importable names (``pkg.model.Config``,
 ``torch.nn.GELU``) and calls of such names. Discovery finds recipes in what the repository already
 says (constructor defaults, config annotations, call sites in tests, scripts, docstrings and README
-code blocks); the worker evaluates them (see ``fxscope.worker.construct``), keeps the smallest build
+code blocks); the worker evaluates them (see ``fxscope.job.construct``), keeps the smallest build
 that works, and the report names the one used (its provenance).
 
 Names are resolved before a recipe leaves discovery: a :class:`Ref` is an import name and an
@@ -34,7 +34,7 @@ __all__ = ["INVENTED_KINDS", "Call", "Expr", "Lit", "Ref", "RefExpr", "Recipe", 
 RECIPE_KINDS = ("defaults", "annotation", "config-class", "call-site", "docstring", "readme", "vocabulary",
                 "placeholder")
 #: Kinds whose values fxscope made up (no call site of the class says them): a build from one is a
-#: hypothesis, rejected when its failure comes from such a value (see ``fxscope.worker.hypothesis``).
+#: hypothesis, rejected when its failure comes from such a value (see ``fxscope.job.hypothesis``).
 INVENTED_KINDS = ("vocabulary", "placeholder")
 
 #: Keyword names that count layers or blocks: a recipe is small when these are.

@@ -13,7 +13,7 @@ For each class target, discovery gathers candidate constructions (AST only, noth
   arguments (``Model.from_name("7B")``) counts too.
 
 Every name in a recipe is resolved here to an import name: a call site whose names do not all
-resolve is not a candidate. The worker evaluates the candidates (``fxscope.worker.construct``).
+resolve is not a candidate. The worker evaluates the candidates (``fxscope.job.construct``).
 """
 
 from __future__ import annotations

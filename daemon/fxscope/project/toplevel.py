@@ -1,5 +1,5 @@
 """Which top-level statements of a notebook (or script) fxscope runs to define its classes, from
-the AST alone; the worker's safe executor (``fxscope.worker.safe_module``) follows this plan.
+the AST alone; the worker's safe executor (``fxscope.job.safe_module``) follows this plan.
 
 A notebook is never run as such: its training loops, data loading and downloads must not start
 when fxscope builds a class it defines. Of its top-level statements, in order:

@@ -29,7 +29,8 @@ from fxscope.trace.build import build_model
 from fxscope.trace.examples import SEED, resolve_real_inputs
 from fxscope.trace.frames import SourceLocation
 
-__all__ = ["CACHE_DIR_ENV", "PT2_ANALYSES", "Pt2Options", "run_pt2", "warm_up"]
+__all__ = ["CACHE_DIR_ENV", "NoExampleInputs", "PT2_ANALYSES", "Pt2Options", "RealModel", "build_real", "run_compile",
+           "run_export", "run_pt2", "warm_up"]
 
 #: The analyses this module runs (``fx`` is the tracer's).
 PT2_ANALYSES = ("compile", "export")
@@ -48,18 +49,25 @@ class Pt2Options:
     dynamic_batch: bool = False
 
 
-def run_pt2(factory: Callable[[], Any], configured_inputs: Mapping[str, Any] | str | None,
-            concrete_args: Mapping[str, Any], options: Pt2Options, *,
-            is_user_file: Callable[[str], bool] | None = None,
-            fallback: SourceLocation | None = None) -> dict[str, Any]:
-    """Build the model on the CPU and run the analyses of ``options``. Returns ``findings``
-    (report-schema dicts, absolute paths), ``graphs`` (the graphs torch.compile captured), a
-    ``compile`` and an ``export`` summary for the analyses that ran, and ``warnings``. Raises
-    :class:`fxscope.trace.build.BuildError` when the model cannot be built on the CPU."""
-    wanted = [a for a in PT2_ANALYSES if a in options.analyses]
-    out: dict[str, Any] = {"findings": [], "graphs": [], "warnings": []}
-    if not wanted:
-        return out
+@dataclass(frozen=True)
+class RealModel:
+    """A model built on the CPU for one analysis, with its real example inputs and concrete
+    arguments (what :func:`build_real` gives)."""
+
+    model: torch.nn.Module
+    inputs: dict[str, Any]
+    concrete_args: dict[str, Any]
+
+
+class NoExampleInputs(ValueError):
+    """The target has no usable example inputs; the message completes "<analyses> analysis ..."."""
+
+
+def build_real(factory: Callable[[], Any], configured_inputs: Mapping[str, Any] | str | None,
+               concrete_args: Mapping[str, Any], *, is_user_file: Callable[[str], bool] | None = None) -> RealModel:
+    """Build the model on the CPU with torch's generator seeded (so every build of the same target
+    is the same) and make its real example inputs. Raises :class:`fxscope.trace.build.BuildError`
+    when the model cannot be built, :class:`NoExampleInputs` when it has no usable inputs."""
     torch.manual_seed(SEED)
     built = build_model(factory, device="cpu", is_user_file=is_user_file)
     concrete = dict(concrete_args)
@@ -67,33 +75,64 @@ def run_pt2(factory: Callable[[], Any], configured_inputs: Mapping[str, Any] | s
     try:
         inputs = resolve_real_inputs(configured_inputs or None, built.inputs, built.model)
     except ValueError as e:
-        out["warnings"].append(f"{' and '.join(wanted)} analysis skipped: {e}")
-        return out
+        raise NoExampleInputs(f"skipped: {e}") from e
     if inputs is None:
-        out["warnings"].append(f"{' and '.join(wanted)} analysis needs example inputs: give the target "
-                               "`inputs` (a factory target), or return them from its factory")
-        return out
+        raise NoExampleInputs("needs example inputs: give the target `inputs` (a factory target), or return them "
+                              "from its factory")
     if configured_inputs == "auto":
         from fxscope.trace.inputs import default_concrete_args
 
         concrete = {**default_concrete_args(built.model), **concrete}
-    if "compile" in wanted:
-        from fxscope.trace.compile_analysis import analyze_compile
+    return RealModel(built.model, inputs, concrete)
 
-        started = time.perf_counter()
-        compiled = analyze_compile(built.model, inputs, concrete, is_user_file=is_user_file,
-                                   dynamic=options.dynamic, fallback=fallback)
-        out["findings"] += [f.to_json() for f in compiled.findings]
-        out["graphs"] += compiled.graph_json
-        out["compile"] = {**compiled.summary(), "duration_ms": _ms(started)}
-    if "export" in wanted:
-        from fxscope.trace.export_analysis import analyze_export
 
-        started = time.perf_counter()
-        exported = analyze_export(built.model, inputs, concrete, is_user_file=is_user_file,
-                                  strict=options.strict, dynamic_batch=options.dynamic_batch, fallback=fallback)
-        out["findings"] += [f.to_json() for f in exported.findings]
-        out["export"] = {**exported.summary(), "duration_ms": _ms(started)}
+def run_compile(real: RealModel, options: Pt2Options, *, is_user_file: Callable[[str], bool] | None = None,
+                fallback: SourceLocation | None = None) -> dict[str, Any]:
+    """torch.compile's analysis of ``real``: ``findings``, ``graphs`` and the ``compile`` summary."""
+    from fxscope.trace.compile_analysis import analyze_compile
+
+    started = time.perf_counter()
+    compiled = analyze_compile(real.model, real.inputs, real.concrete_args, is_user_file=is_user_file,
+                               dynamic=options.dynamic, fallback=fallback)
+    return {"findings": [f.to_json() for f in compiled.findings], "graphs": compiled.graph_json,
+            "compile": {**compiled.summary(), "duration_ms": _ms(started)}}
+
+
+def run_export(real: RealModel, options: Pt2Options, *, is_user_file: Callable[[str], bool] | None = None,
+               fallback: SourceLocation | None = None) -> dict[str, Any]:
+    """torch.export's analysis of ``real``: ``findings`` and the ``export`` summary."""
+    from fxscope.trace.export_analysis import analyze_export
+
+    started = time.perf_counter()
+    exported = analyze_export(real.model, real.inputs, real.concrete_args, is_user_file=is_user_file,
+                              strict=options.strict, dynamic_batch=options.dynamic_batch, fallback=fallback)
+    return {"findings": [f.to_json() for f in exported.findings], "graphs": [],
+            "export": {**exported.summary(), "duration_ms": _ms(started)}}
+
+
+def run_pt2(factory: Callable[[], Any], configured_inputs: Mapping[str, Any] | str | None,
+            concrete_args: Mapping[str, Any], options: Pt2Options, *,
+            is_user_file: Callable[[str], bool] | None = None,
+            fallback: SourceLocation | None = None) -> dict[str, Any]:
+    """Run the analyses of ``options``, each on a model of its own built by :func:`build_real`
+    (a forward that changes the model's state, lazy initialisation, cannot leak from one analysis
+    into the next). Returns ``findings`` (report-schema dicts, absolute paths), ``graphs`` (the
+    graphs torch.compile captured), a ``compile`` and an ``export`` summary for the analyses that
+    ran, and ``warnings``. Raises :class:`fxscope.trace.build.BuildError` when the model cannot be
+    built on the CPU."""
+    wanted = [a for a in PT2_ANALYSES if a in options.analyses]
+    out: dict[str, Any] = {"findings": [], "graphs": [], "warnings": []}
+    for analysis in wanted:
+        try:
+            real = build_real(factory, configured_inputs, concrete_args, is_user_file=is_user_file)
+        except NoExampleInputs as e:
+            out["warnings"].append(f"{' and '.join(wanted)} analysis {e}")
+            return out
+        run = run_compile if analysis == "compile" else run_export
+        part = run(real, options, is_user_file=is_user_file, fallback=fallback)
+        out["findings"] += part["findings"]
+        out["graphs"] += part["graphs"]
+        out[analysis] = part[analysis]
     return out
 
 
@@ -107,7 +146,7 @@ def warm_up() -> None:
 
     Importing ``torch._dynamo`` creates torch's compile cache directory (a module-level cache object
     asks for it): here it is a directory of fxscope's own, removed once the imports are done, so the
-    zygote leaves nothing behind (each job gets its own, see ``fxscope.worker.runner``)."""
+    zygote leaves nothing behind (each job gets its own, see ``fxscope.job.real_build``)."""
     import shutil
     import tempfile
 

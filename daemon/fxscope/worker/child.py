@@ -27,8 +27,10 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, NoReturn
 
-from . import sandbox, touched
-from .overlay import install_overlays
+from fxscope.job import touched
+from fxscope.job.overlay import install_overlays
+
+from . import sandbox
 from .reaper import kill_descendants, set_subreaper
 
 __all__ = [

@@ -754,8 +754,8 @@ def _preload(modules: Sequence[str], fd_out: int | None = None, stage: str = "pr
 def _serve_workspace_from_source(root: str) -> None:
     """Compile the workspace's modules that preloads import from their source, never from a
     stale ``__pycache__``, and remember the digest of what ran (as a job's child does)."""
-    from .overlay import serve_from_source
-    from .runner import user_file_predicate
+    from fxscope.job.overlay import serve_from_source
+    from fxscope.job.failures import user_file_predicate
 
     serve_from_source(user_file_predicate(root), root=root)
 
@@ -763,7 +763,7 @@ def _serve_workspace_from_source(root: str) -> None:
 def _workspace_files_since(root: str, before: frozenset[str]) -> dict[str, str]:
     """Workspace files imported since ``before`` (``sys.modules`` names): root-relative path ->
     sha256 of the source executed. Results depend on them; the pool restarts when one changes."""
-    from .touched import touched_files
+    from fxscope.job.touched import touched_files
 
     try:
         return touched_files(root, before)

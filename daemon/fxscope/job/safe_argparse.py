@@ -3,7 +3,7 @@ is what the script sees when it is run with no arguments.
 
 Training scripts read their sizes from ``argparse`` (``parser.add_argument("--latent_dim",
 type=int, default=100)``) and their model classes read the parsed namespace (``opt.latent_dim``).
-The safe executor (:mod:`fxscope.worker.safe_module`) builds the parser as written and parses an
+The safe executor (:mod:`fxscope.job.safe_module`) builds the parser as written and parses an
 empty command line, so those classes see the defaults; nothing else of the script runs.
 
 Only argparse's own code runs, checked by identity, never by name: the parser is exactly

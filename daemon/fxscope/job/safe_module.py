@@ -8,7 +8,7 @@ comparisons, and calls of constructors fxscope makes on its own (configuration c
 dataclasses, named tuples, ``*Config`` and ``*Args`` classes, transformers configs;
 ``torch.device``, ``torch.Size``; containers, ``functools.partial``, namespaces; ``math``
 functions; ``torch.cuda.is_available()``; an ``argparse`` parser built as written and parsed
-from an empty command line, :mod:`fxscope.worker.safe_argparse`), and ``torch.fx.wrap("name")``
+from an empty command line, :mod:`fxscope.job.safe_argparse`), and ``torch.fx.wrap("name")``
 when the name it is called by is ``torch.fx.wrap`` itself. A model (an ``nn.Module``) is never
 built there: fxscope builds classes itself, on the meta device.
 
@@ -60,8 +60,8 @@ from typing import Any
 from fxscope.project.notebooks import Notebook, NotebookError, notebook_tree, read_notebook
 from fxscope.project.toplevel import Step, plan, protected_name
 from fxscope.project.work import TopLevel
-from fxscope.worker.overlay import OverlayLoader, is_user_path, register_source
-from fxscope.worker.safe_argparse import (ParserRefused, call_parser_class, call_parser_method, is_parser_class,
+from fxscope.job.overlay import OverlayLoader, is_user_path, register_source
+from fxscope.job.safe_argparse import (ParserRefused, call_parser_class, call_parser_method, is_parser_class,
                                           is_parser_method)
 
 __all__ = ["Evaluator", "NotAllowed", "Skipped", "load_notebook", "notebook_of", "run_safely", "run_script",
@@ -788,6 +788,12 @@ def _wrap_candidate(stmt: ast.stmt) -> bool:
             and isinstance(stmt.value.args[0].value, str))
 
 
+def _execute(stmt: ast.stmt, namespace: dict[str, Any], filename: str, flags: int) -> None:
+    """Run one statement of a module's plan as Python runs it, in its ``namespace``."""
+    code = compile(ast.Module([stmt], []), filename, "exec", flags=flags, dont_inherit=True)
+    exec(code, namespace)  # noqa: S102 - a statement the plan runs
+
+
 def run_safely(tree: ast.Module, namespace: dict[str, Any], filename: str,
                magic_lines: frozenset[int] = frozenset(),
                is_user_file: Callable[[str], bool] | None = None, top: TopLevel | None = None) -> dict[str, Skipped]:
@@ -817,8 +823,7 @@ def run_safely(tree: ast.Module, namespace: dict[str, Any], filename: str,
             continue
         if step.kind == "run":
             try:
-                code = compile(ast.Module([stmt], []), filename, "exec", flags=flags, dont_inherit=True)
-                exec(code, namespace)  # noqa: S102 - a statement of the plan's own
+                _execute(stmt, namespace, filename, flags)  # a statement of the plan's own
                 flags |= _future_flags(stmt)
             except NameError as e:
                 name = getattr(e, "name", None)
@@ -830,11 +835,9 @@ def run_safely(tree: ast.Module, namespace: dict[str, Any], filename: str,
                 skipped.pop(name, None)
             continue
         try:
-            if _wrap_candidate(stmt):
-                if _is_fx_wrap(evaluator.value(stmt.value.func)):  # type: ignore[attr-defined]
-                    code = compile(ast.Module([stmt], []), filename, "exec", flags=flags, dont_inherit=True)
-                    exec(code, namespace)  # noqa: S102 - torch.fx.wrap("name") itself, at module level as it requires
-                    continue
+            if _wrap_candidate(stmt) and _is_fx_wrap(evaluator.value(stmt.value.func)):  # type: ignore[attr-defined]
+                _execute(stmt, namespace, filename, flags)  # torch.fx.wrap("name") itself, at module level
+                continue
             _assign(stmt, namespace, evaluator)
         except NameError as e:
             name = getattr(e, "name", None)

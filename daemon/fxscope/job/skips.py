@@ -1,6 +1,6 @@
 """A notebook (or script) class that uses what a skipped statement would set is not built: FXS407.
 
-The safe executor (:mod:`fxscope.worker.safe_module`) leaves names unset when the statement that
+The safe executor (:mod:`fxscope.job.safe_module`) leaves names unset when the statement that
 sets them is not one it runs (a training loop, a call, a data loader). Building or tracing a class
 that reads one would fail with a NameError that plain Python, running the whole notebook, does
 not have: fxscope never reports that. The class is skipped instead, with one info finding per
@@ -20,7 +20,7 @@ from typing import Any
 from fxscope.model.codes import CODES, finding_dict
 from fxscope.project.discovery import Target
 from fxscope.project.toplevel import dependencies
-from fxscope.worker.safe_module import TREE, Skipped, skipped_of
+from fxscope.job.safe_module import TREE, Skipped, skipped_of
 
 __all__ = ["import_of_skipped", "name_errors", "skipped_findings", "uses_skipped"]
 

@@ -95,7 +95,7 @@ class OverlayLoader(importlib.machinery.SourceFileLoader):
 
         top = modules.toplevel(tree, self.name, os.path.basename(self.path) == "__init__.py", path)
         if is_script(tree, top=top):
-            from fxscope.worker.safe_module import run_script
+            from fxscope.job.safe_module import run_script
 
             run_script(tree, module, self.path, top)
             return

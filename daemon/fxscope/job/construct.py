@@ -240,7 +240,7 @@ def rebuild(build: dict[str, Any], root: str, *, device: str = "meta") -> Any:
     the way the worker built it, in this process (the workspace ``root`` must be on ``sys.path``):
     for comparing with plain ``torch.fx`` in a fresh process."""
     from fxscope.trace.build import build_model
-    from fxscope.worker.runner import user_file_predicate
+    from fxscope.job.failures import user_file_predicate
 
     recipe = Recipe.from_json(build)
     is_user_file = user_file_predicate(root)

@@ -1,0 +1,88 @@
+"""Building a class target for the fx analysis: its defaults and recipes (:mod:`.construct`),
+and what to say when nothing built or the build invented its values."""
+
+from __future__ import annotations
+
+import inspect
+import sys
+from typing import Any, Callable
+
+from fxscope.job.construct import AutomaticBuild, build_automatically
+from fxscope.job.failures import one_line, tb_locations
+from fxscope.job.safe_module import notebook_of
+from fxscope.model.recipe import Call, Recipe, Ref
+from fxscope.project.discovery import Target
+
+__all__ = ["build_class", "needs_arguments", "parameterless_failure", "say_invented"]
+
+
+def _defaults_recipe(target: Target) -> Recipe:
+    """``Net()`` at the class line: the build from the constructor's defaults."""
+    line, cell = max(target.line, 1), None
+    nb = notebook_of(sys.modules.get(target.module or ""))
+    where = nb.locate(line) if nb is not None else None
+    if where is not None:
+        cell, line = where
+    return Recipe(Call(Ref(target.module or "", (target.qualname or "",))), "defaults", target.file, line,
+                  f"{target.qualname}()", cell)
+
+
+def build_class(cls: Any, target: Target, build: Callable[[Callable[[], Any]], Any],
+                is_user_file: Callable[[str], bool], rejected: tuple[Recipe, ...] = ()) -> AutomaticBuild:
+    """Build a class target from its defaults (when it needs no argument) and its recipes, except
+    the ``rejected`` ones."""
+    defaults = None if target.needs_args else _defaults_recipe(target)
+    if defaults is not None and any(r.kind == "defaults" for r in rejected):
+        defaults = None
+    recipes = tuple(r for r in target.recipes if r not in rejected)
+    return build_automatically(cls, recipes, defaults, build=build, is_user_file=is_user_file)
+
+
+def _takes_arguments(cls: Any) -> bool:
+    """Whether the constructor of ``cls`` accepts any argument (optional ones too)."""
+    try:
+        return bool(inspect.signature(cls).parameters)
+    except (TypeError, ValueError):
+        return False
+
+
+def parameterless_failure(cls: Any, automatic: AutomaticBuild) -> BaseException | None:
+    """What a constructor without parameters raised when fxscope built the class from its
+    defaults and nothing else built it: a fault of the class, which no argument could avoid."""
+    if _takes_arguments(cls):
+        return None
+    causes = [a.cause for a in automatic.attempts if a.recipe.kind == "defaults" and a.cause is not None]
+    return causes[0] if len(causes) == len(automatic.attempts) == 1 else None
+
+
+def needs_arguments(target: Target, automatic: AutomaticBuild, is_user_file: Callable[[str], bool],
+                    fallback: dict[str, Any]) -> dict[str, Any]:
+    """FXS405 at the class: no candidate built (an assert on optional parameters, a constructor
+    inherited past a mixin, no recipe at all); what was tried and what each raised, with the
+    constructor frames of the first failure as related locations."""
+    from fxscope.model.codes import CODES, finding_dict
+
+    tried = "; ".join(f"`{a.recipe.text}` ({a.recipe.kind}, {a.recipe.origin}): {one_line(a.error or '')}"
+                      for a in automatic.attempts)
+    needs = ", ".join(target.required_args) if target.required_args else "arguments its defaults do not give"
+    message = f"`{target.qualname}` needs constructor arguments ({needs}) and no factory is configured"
+    if tried:
+        message += f"; fxscope could not build it on its own: tried {tried}"
+    finding = finding_dict("FXS405", message, hint=CODES["FXS405"].help, **fallback)
+    first = next((a.cause for a in automatic.attempts if a.cause is not None), None)
+    related = tb_locations(first, is_user_file) if first is not None else []
+    if related:
+        finding["related"] = related[-8:]
+    return finding
+
+
+def say_invented(findings: list[dict[str, Any]], recipe: Recipe, name: str,
+                 is_user_file: Callable[[str], bool]) -> None:
+    """Each finding at a workspace line of a build with invented values says so (its message, and
+    so its hover). One located in a library keeps its message: the report groups those by
+    message, one per library cause, whichever targets reached it."""
+    note = f" (fxscope built `{name}` with invented values: {recipe.invented_values()}; no call site found)"
+    for finding in findings:
+        if (finding.get("severity") in ("error", "warning") and is_user_file(str(finding.get("file", "")))
+                and note not in str(finding.get("message", ""))):
+            finding["message"] = f"{finding.get('message', '')}{note}"

@@ -1,0 +1,133 @@
+"""One trace job, start to end: import the target, build it, run its analyses, assemble the result.
+
+The result is a JSON dict: the trace report body (``status``, ``modules``, ``findings`` with
+absolute paths, ``graphs``, ``nodes``, ``forward_order``; ``compile``/``export`` summaries when
+those analyses ran) plus ``files`` (root-relative path -> sha256 of the content used), ``device``,
+``build`` (the recipe a class was built from), ``warnings`` and ``torch``. Import and build
+failures are findings (FXS402, FXS401) with status ``error``, never exceptions; a discovered class
+whose constructor takes arguments and raises without them is skipped (FXS405). When a module was
+missing, ``files`` also maps the places that would have provided it to ``"absent"`` (``dir/`` for
+a package directory; absolute when outside the root), so the result is stale once one of them
+appears. Workspace modules are compiled from their source, never from ``__pycache__``.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Callable
+
+from fxscope.job.analyses import AnalysisContext, selected
+from fxscope.job.construct import Attempt
+from fxscope.job.failures import absent_candidates, error_finding, missing_module, user_file_predicate
+from fxscope.job.meta_build import Traced, build_and_trace
+from fxscope.job.overlay import serve_from_source
+from fxscope.job.real_build import run_real_analyses
+from fxscope.job.skips import import_of_skipped, skipped_findings, uses_skipped
+from fxscope.job.stages import JobState, body
+from fxscope.job.target import import_target, prepare_process, rebound, target_module
+from fxscope.job.touched import error_files, touched_files
+from fxscope.job.trace_job import TraceJob
+
+__all__ = ["run_job"]
+
+Stage = tuple[dict[str, Any], BaseException | None]
+
+
+def _finish(stage: Stage, state: JobState) -> dict[str, Any]:
+    """The stage's body with the job's fields and the files the result depends on."""
+    import torch
+
+    report, error = stage
+    root, is_user_file = state.context.job.root, state.context.is_user_file
+    files = touched_files(Path(root))
+    if error is not None:  # files that failed to import are not in sys.modules
+        for rel, digest in error_files(error, root, is_user_file).items():
+            files.setdefault(rel, digest)
+    missing = missing_module(error)
+    if missing:
+        files.update(absent_candidates(missing, root))
+    report.update({"torch": torch.__version__, **state.fields(), "files": files})
+    return report
+
+
+def _skipped(blocked: Mapping[str, Any], module: Any, state: JobState) -> Stage:
+    """The body of a target that reads names a statement fxscope did not run would set."""
+    return body("skipped", skipped_findings(state.context.job.target, blocked, module)), None
+
+
+def _import_failed(e: BaseException, state: JobState) -> Stage:
+    """FXS402 at the failing line, or skipped when the failure is a statement fxscope did not run."""
+    target = state.context.job.target
+    module = sys.modules.get(target_module(target) or "")
+    blocked = uses_skipped(target, module) if isinstance(e, AttributeError) else {}
+    if blocked:  # the class's own statement was skipped (it reads a name that was)
+        return _skipped(blocked, module, state)
+    imported = import_of_skipped(e)  # `from script import NAME`, NAME set by a statement not run
+    if imported is not None:
+        return _skipped(imported[1], imported[0], state)
+    msg = f"{type(e).__name__}: {e}" if not isinstance(e, SyntaxError) else f"SyntaxError: {e.msg}"
+    context = state.context
+    finding = error_finding("FXS402", f"could not import: {msg}", e, context.is_user_file, context.fallback)
+    return body("error", [finding]), e
+
+
+def _import(state: JobState) -> Callable[[], Any] | Stage:
+    """The target's class or factory, or the stage that ends the job (an import that failed, a
+    class that reads what fxscope did not run, a name bound to something else)."""
+    target = state.context.job.target
+    try:
+        factory = import_target(state.context.job)
+    except BaseException as e:  # noqa: BLE001 - user code may raise anything, even SystemExit
+        if isinstance(e, SystemExit):
+            raise
+        return _import_failed(e, state)
+    state.home = sys.modules.get(target_module(target) or "")
+    blocked = uses_skipped(target, state.home)
+    if blocked:  # a notebook (or script) class that reads what a statement fxscope did not run sets
+        return _skipped(blocked, state.home, state)
+    if target.kind == "class":
+        why = rebound(factory, target)
+        if why:  # `Swish = nn.SiLU`: the name no longer names the class defined there
+            state.context.warnings.append(why)
+            return body("skipped"), None
+    return factory
+
+
+def _analyse(factory: Callable[[], Any], state: JobState) -> Stage:
+    """Run the target's analyses: fx on its meta build (retrying candidates whose invented values
+    failed), then those on real tensors, each on a model of its own."""
+    analyses = selected(state.context.job.config, state.context.job.target.id)
+    fx_ran = any(a.device == "meta" for a in analyses)
+    report: dict[str, Any] = body("traced")
+    if fx_ran:
+        rejected: list[Attempt] = []  # builds with invented values whose failure was the values' fault
+        while True:
+            outcome = build_and_trace(factory, state, rejected)
+            if not isinstance(outcome, Attempt):
+                break
+            rejected.append(outcome)
+        if not isinstance(outcome, Traced):
+            return outcome
+        report = outcome.report
+    real = [a for a in analyses if a.device == "cpu"]
+    return run_real_analyses(factory, real, report, state, fx_ran), None
+
+
+def run_job(job: TraceJob) -> dict[str, Any]:
+    """Import, build and analyse ``job``'s target (in this process, which the job may change: run
+    it in a child of its own); see the module docstring for the result's shape."""
+    import torch
+
+    # Parallelism comes from the pool's workers: one intra-op thread per child.
+    torch.set_num_threads(1)
+    prepare_process(job)
+    is_user_file = user_file_predicate(job.root)
+    context = AnalysisContext(job, is_user_file, {"file": job.fallback_file, "line": job.fallback_line})
+    state = JobState(context)
+    serve_from_source(is_user_file, root=job.root)
+    imported = _import(state)
+    if isinstance(imported, tuple):
+        return _finish(imported, state)
+    return _finish(_analyse(imported, state), state)
