@@ -56,6 +56,8 @@ def reparse(spans: Spans, lines: Sequence[str], edit: LineEdit) -> Spans | None:
     start = min([low] + [s[0] for s in touched])
     end = max([high] + [s[1] for s in touched])
     delta = edit.count - (edit.end - edit.start)
+    while end + delta < len(lines) and lines[end + delta - 1].endswith("\\"):
+        end += 1  # a backslash joins the next line (a comment below ``x = 1 \``) to the part
     part = "\n".join(lines[start - 1:end + delta]) + "\n"
     inner = statement_spans(part, start - 1)
     if inner is None:
