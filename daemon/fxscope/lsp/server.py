@@ -225,7 +225,7 @@ class FxscopeServer(LanguageServer):
 
     def shutdown(self) -> None:  # pygls: the transport ended
         self.close_all()
-        super().shutdown()
+        super().shutdown()  # type: ignore[no-untyped-call]  # pygls' own, unannotated
 
 
 SWITCH_INTERVAL_S = 0.0005

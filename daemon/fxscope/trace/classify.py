@@ -164,7 +164,7 @@ _RANGE_HINT = (
 def _calls_range(loc: SourceLocation) -> bool:
     """Whether the expression at ``loc`` is a call of ``range``."""
     text = snippet(loc, limit=200)
-    return bool(text) and re.match(r"range\s*\(", text) is not None
+    return text is not None and re.match(r"range\s*\(", text) is not None
 
 
 #: torch factories given traced sizes as separate arguments: `torch.ones(b, n)`, `torch.randn(b, n)`.

@@ -211,7 +211,7 @@ def _draft_findings(report: Any, classifier: FrameClassifier, fallback: SourceLo
     """Findings for the failures of a ``draft_export`` report (None: no report)."""
     if report is None:
         return []
-    files = draft_export_filenames(report)
+    files: dict[Any, str] = draft_export_filenames(report)  # a file's number, or a name already
     out = []
     for failure in getattr(report, "failures", None) or ():
         kind = getattr(getattr(failure, "failure_type", None), "name", "")
