@@ -29,7 +29,8 @@ from pygls.lsp.server import LanguageServer
 from fxscope.lsp.positions import split_lines
 from fxscope.lsp.workspaces import Folder, uri_to_path
 from fxscope.model import Location
-from fxscope.project.notebooks import Cell, CellIndex, Notebook, NotebookError, is_notebook, make_notebook, read_notebook
+from fxscope.project.notebooks import (Cell, CellIndex, Notebook, NotebookError, is_notebook, make_notebook,
+                                       read_notebook)
 
 if TYPE_CHECKING:
     from fxscope.lsp.context import ServerContext

@@ -25,7 +25,8 @@ from pathlib import Path
 
 from .config import Config
 
-__all__ = ["ABSENT", "RACY_NS", "is_example", "is_under", "is_included", "is_racy", "module_name_for", "relpath", "workspace_files", "workspace_rels"]
+__all__ = ["ABSENT", "RACY_NS", "is_example", "is_included", "is_racy", "is_under", "module_name_for", "relpath",
+           "workspace_files", "workspace_rels"]
 
 #: Workspace files fxscope imports: Python modules and Jupyter notebooks.
 _SOURCE_SUFFIXES = (".py", ".ipynb")

@@ -34,8 +34,8 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Union
 
-__all__ = ["CellIndex", "CellSource", "CodeCell", "Notebook", "NotebookError", "NotebookTree", "is_notebook", "make_notebook",
-           "neutralise", "notebook_tree", "raw_position", "raw_positions", "read_notebook"]
+__all__ = ["CellIndex", "CellSource", "CodeCell", "Notebook", "NotebookError", "NotebookTree", "is_notebook",
+           "make_notebook", "neutralise", "notebook_tree", "raw_position", "raw_positions", "read_notebook"]
 
 #: Cell magics whose body is Python (ruff keeps the same ones): the magic line is neutralised and
 #: the body is code. Any other cell magic (``%%bash``, ``%%writefile``, ``%%html``) is not Python.

@@ -9,7 +9,8 @@ from pathlib import Path
 from fxscope.model import Finding
 from fxscope.model.sandbox import SandboxStatus
 
-__all__ = ["DEFAULT_DEBOUNCE_S", "FileFindings", "ProgressEvent", "ResultsEvent", "RunSummary", "SessionSettings", "WorkspaceStatus"]
+__all__ = ["DEFAULT_DEBOUNCE_S", "FileFindings", "ProgressEvent", "ResultsEvent", "RunSummary", "SessionSettings",
+           "WorkspaceStatus"]
 
 
 #: Quiet time after the last change of a burst before the re-check, for every front end (the
