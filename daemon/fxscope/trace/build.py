@@ -225,7 +225,7 @@ def build_model(factory: Callable[[], Any], *, device: str = "meta",
             with record_assignments(sites, classifier), torch.device("meta"), _no_meta_init():
                 model, cargs, inputs = _unpack(factory())
             return BuiltModel(model, cargs, "meta", findings, sites, inputs)
-        except Exception as e:  # fall back to CPU
+        except Exception as e:  # noqa: BLE001 - fall back to CPU
             sites.clear()
             loc = _innermost_model_location(e, classifier)
             if loc is not None:

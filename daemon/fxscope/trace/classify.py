@@ -93,7 +93,7 @@ def bool_construct(frame: types.FrameType) -> str:
     """Which Python construct asked for the bool at ``frame``'s current instruction."""
     try:
         instructions = list(dis.get_instructions(frame.f_code))
-    except Exception:  # pragma: no cover - defensive
+    except Exception:  # noqa: BLE001  # pragma: no cover - defensive
         return "Python control flow"
     for i, ins in enumerate(instructions):
         if ins.offset == frame.f_lasti:

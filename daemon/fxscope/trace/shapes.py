@@ -208,7 +208,7 @@ class ShapeAwareTracer(RobustTracer):
                 value: Any = self.root
                 for part in str(target).split("."):
                     value = getattr(value, part)
-            except Exception:
+            except Exception:  # noqa: BLE001 - an attribute that does not resolve on the meta device: no example value
                 value = None
             finally:
                 self._meta_depth -= 1
@@ -244,7 +244,7 @@ class ShapeAwareTracer(RobustTracer):
         self._meta_depth += 1
         try:
             return self._run_on_meta(kind, target, args, kwargs)
-        except Exception:  # no meta kernel, value-dependent code, or a bug in the model
+        except Exception:  # noqa: BLE001 - no meta kernel, value-dependent code, or a bug in the model
             return _UNKNOWN
         finally:
             self._meta_depth -= 1

@@ -470,7 +470,7 @@ class RobustTracer(Tracer):
                             ret = super().call_module(m, forward, args, kwargs)
                     else:
                         ret = super().call_module(m, forward, args, kwargs)
-                except Exception as e:
+                except Exception as e:  # noqa: BLE001 - what the forward raises is what is reported
                     self._restore_module_stack(depth)
                     self._record_exception(e, call)
                     if self._retry and attempt < self._MAX_RETRIES:
@@ -583,7 +583,7 @@ class RobustTracer(Tracer):
             return True
         try:
             self.create_arg(leaf)  # the root failed: whatever this adds to its graph is discarded
-        except Exception:
+        except Exception:  # noqa: BLE001 - whatever fx cannot record
             return False
         return True
 
