@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import inspect
 import sys
+from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any, Callable
 
 from fxscope.job.construct import AutomaticBuild, build_automatically
 from fxscope.job.failures import one_line, tb_locations
 from fxscope.job.safe_module import notebook_of
+from fxscope.model.finding import Finding
 from fxscope.model.recipe import Call, Recipe, Ref
 from fxscope.project.discovery import Target
 
@@ -76,13 +79,12 @@ def needs_arguments(target: Target, automatic: AutomaticBuild, is_user_file: Cal
     return finding
 
 
-def say_invented(findings: list[dict[str, Any]], recipe: Recipe, name: str,
-                 is_user_file: Callable[[str], bool]) -> None:
-    """Each finding at a workspace line of a build with invented values says so (its message, and
-    so its hover). One located in a library keeps its message: the report groups those by
-    message, one per library cause, whichever targets reached it."""
+def say_invented(findings: Sequence[Finding], recipe: Recipe, name: str,
+                 is_user_file: Callable[[str], bool]) -> tuple[Finding, ...]:
+    """``findings`` where each one at a workspace line of a build with invented values says so (its
+    message, and so its hover). One located in a library keeps its message: the report groups
+    those by message, one per library cause, whichever targets reached it."""
     note = f" (fxscope built `{name}` with invented values: {recipe.invented_values()}; no call site found)"
-    for finding in findings:
-        if (finding.get("severity") in ("error", "warning") and is_user_file(str(finding.get("file", "")))
-                and note not in str(finding.get("message", ""))):
-            finding["message"] = f"{finding.get('message', '')}{note}"
+    return tuple(replace(f, message=f"{f.message}{note}") if (
+        f.severity in ("error", "warning") and is_user_file(f.location.file) and note not in f.message) else f
+        for f in findings)
