@@ -25,6 +25,7 @@ from typing import Any, Callable, Protocol, Union
 from fxscope.job.failures import error_finding
 from fxscope.job.trace_job import TraceJob
 from fxscope.model.finding import Finding
+from fxscope.model.location import Location
 from fxscope.model.analysis import AnalysisSummary
 from fxscope.model.outcome import Graphs, ModuleInfo, TargetOutcome
 from fxscope.project.config import Config
@@ -62,13 +63,13 @@ class AnalysisContext:
 
     job: TraceJob
     is_user_file: Callable[[str], bool]
-    fallback: dict[str, Any]
+    fallback: Location
     warnings: list[str] = field(default_factory=list)
 
     @property
     def where(self) -> SourceLocation:
-        """The fallback location as a :class:`SourceLocation`."""
-        return SourceLocation(str(self.fallback["file"]), max(int(self.fallback["line"]), 1))
+        """The fallback location as the tracing core's :class:`SourceLocation`."""
+        return SourceLocation(self.fallback.file, self.fallback.line)
 
     def settings(self, analysis: Analysis) -> Mapping[str, OptionValue]:
         """``analysis``'s options as configured (a table ``[tool.fxscope.analysis.<name>]``, or
@@ -222,8 +223,8 @@ class FxAnalysis:
                              target_site=context.where if job.fallback_file else None)
         except Exception as e:  # a bug in the tracer itself must still give a located answer
             detail = "".join(traceback.format_exception_only(type(e), e)).strip()
-            finding = Finding.from_json(error_finding("FXS107", f"internal tracing error: {detail}", e,
-                                                      context.is_user_file, context.fallback))
+            finding = error_finding("FXS107", f"internal tracing error: {detail}", e, context.is_user_file,
+                                    context.fallback)
             return AnalysisResult((finding,), outcome=TargetOutcome("error", findings=(finding,)), failed=True, error=e)
         findings = tuple(Finding.from_json(f.to_json()) for f in report.findings)
         graphs = [{"module": path, "nodes": graph_to_json(g)} for path, _, g in report.collection.graphs()]

@@ -13,6 +13,7 @@ from fxscope.job.construct import AutomaticBuild, build_automatically
 from fxscope.job.failures import one_line, tb_locations
 from fxscope.job.safe_module import notebook_of
 from fxscope.model.finding import Finding
+from fxscope.model.location import Location
 from fxscope.model.recipe import Call, Recipe, Ref
 from fxscope.project.discovery import Target
 
@@ -59,11 +60,11 @@ def parameterless_failure(cls: Any, automatic: AutomaticBuild) -> BaseException 
 
 
 def needs_arguments(target: Target, automatic: AutomaticBuild, is_user_file: Callable[[str], bool],
-                    fallback: dict[str, Any]) -> dict[str, Any]:
+                    fallback: Location) -> Finding:
     """FXS405 at the class: no candidate built (an assert on optional parameters, a constructor
     inherited past a mixin, no recipe at all); what was tried and what each raised, with the
     constructor frames of the first failure as related locations."""
-    from fxscope.model.codes import CODES, finding_dict
+    from fxscope.model.codes import CODES
 
     tried = "; ".join(f"`{a.recipe.text}` ({a.recipe.kind}, {a.recipe.origin}): {one_line(a.error or '')}"
                       for a in automatic.attempts)
@@ -71,12 +72,10 @@ def needs_arguments(target: Target, automatic: AutomaticBuild, is_user_file: Cal
     message = f"`{target.qualname}` needs constructor arguments ({needs}) and no factory is configured"
     if tried:
         message += f"; fxscope could not build it on its own: tried {tried}"
-    finding = finding_dict("FXS405", message, hint=CODES["FXS405"].help, **fallback)
     first = next((a.cause for a in automatic.attempts if a.cause is not None), None)
     related = tb_locations(first, is_user_file) if first is not None else []
-    if related:
-        finding["related"] = related[-8:]
-    return finding
+    return Finding("FXS405", CODES["FXS405"].severity, message, fallback, CODES["FXS405"].help,
+                   related=tuple(related[-8:]))
 
 
 def say_invented(findings: Sequence[Finding], recipe: Recipe, name: str,

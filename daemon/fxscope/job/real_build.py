@@ -14,7 +14,7 @@ from dataclasses import replace
 from types import MappingProxyType
 from typing import Any, Callable
 
-from fxscope.job.analyses import Analysis, AnalysisContext, AnalysisResult, findings_of
+from fxscope.job.analyses import Analysis, AnalysisContext, AnalysisResult
 from fxscope.job.failures import error_finding
 from fxscope.job.stages import JobState, ended
 from fxscope.model.outcome import Graphs, TargetOutcome
@@ -65,9 +65,8 @@ def _run_one(analysis: Analysis, real: Any, context: AnalysisContext) -> Analysi
         return analysis.run(real, real.inputs, context)
     except Exception as e:  # noqa: BLE001 - an analysis (a plug-in too) may raise anything
         detail = "".join(traceback.format_exception_only(type(e), e)).strip()
-        return AnalysisResult(findings_of([error_finding(
-            "FXS107", f"internal error in the {analysis.name} analysis: {detail}", e, context.is_user_file,
-            context.fallback)]), error=e)
+        return AnalysisResult((error_finding("FXS107", f"internal error in the {analysis.name} analysis: {detail}", e,
+                                             context.is_user_file, context.fallback),), error=e)
 
 
 def _added(outcome: TargetOutcome, name: str, result: AnalysisResult, fx_ran: bool) -> TargetOutcome:

@@ -33,6 +33,7 @@ from fxscope.job.stages import Ending, JobState, ended
 from fxscope.job.target import import_target, prepare_process, rebound, target_module
 from fxscope.job.touched import error_files, touched_files
 from fxscope.job.trace_job import TraceJob
+from fxscope.model.location import Location
 from fxscope.model.outcome import TargetOutcome
 
 __all__ = ["run_job"]
@@ -128,7 +129,7 @@ def run_job(job: TraceJob) -> TargetOutcome:
     torch.set_num_threads(1)
     prepare_process(job)
     is_user_file = user_file_predicate(job.root)
-    context = AnalysisContext(job, is_user_file, {"file": job.fallback_file, "line": job.fallback_line})
+    context = AnalysisContext(job, is_user_file, Location(job.fallback_file, max(job.fallback_line, 1)))
     state = JobState(context)
     serve_from_source(is_user_file, root=job.root, run_script=run_script)
     load_plugins(job.config, context.warnings)
