@@ -1,6 +1,6 @@
 """The analyses a job runs, as plug-ins: a name, where its model is built, the options it declares,
 and ``run(built, inputs, context) -> AnalysisResult`` whose summary is an
-:class:`~fxscope.model.outcome.AnalysisSummary` (a headline, ok or not, counts, details) that every
+:class:`~fxscope.model.analysis.AnalysisSummary` (a headline, ok or not, counts, details) that every
 front end renders without knowing the analysis.
 
 :data:`REGISTRY` holds fx (the tracer, on a model built on the meta device), compile and export
@@ -20,23 +20,19 @@ import traceback
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Callable, Protocol, Union
+from typing import Any, Callable, Protocol
 
 from fxscope.job.failures import error_finding
 from fxscope.job.trace_job import TraceJob
+from fxscope.model.analysis import AnalysisSummary
 from fxscope.model.finding import Finding
 from fxscope.model.location import Location
-from fxscope.model.analysis import AnalysisSummary
 from fxscope.model.outcome import Graphs, ModuleInfo, TargetOutcome
-from fxscope.project.config import Config
+from fxscope.project.config import Config, OptionValue
 from fxscope.trace.frames import SourceLocation
 
 __all__ = ["Analysis", "AnalysisContext", "AnalysisResult", "Option", "REGISTRY", "findings_of", "load_plugins",
            "register", "selected"]
-
-
-#: A value of an analysis option (as TOML gives it).
-OptionValue = Union[str, int, float, bool]
 
 
 @dataclass(frozen=True)
