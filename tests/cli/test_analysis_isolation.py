@@ -26,9 +26,9 @@ def test_export_after_compile_agrees_with_export_alone_and_with_torch(tmp_path: 
     names = model_names(MODULE)
     assert names == ["LazyHead", "LazyTargetNetwork"]
     for name in names:
-        assert "compile" in together.targets[name], together.targets[name]  # compile did run first
-        verdict = together.targets[name]["export"]["exported"]
-        assert verdict == alone.targets[name]["export"]["exported"], name
+        assert "compile" in together.targets[name]["analyses"], together.targets[name]  # compile did run first
+        verdict = together.targets[name]["analyses"]["export"]["ok"]
+        assert verdict == alone.targets[name]["analyses"]["export"]["ok"], name
         assert verdict is torch_says[name]["exported"], (name, torch_says[name])
     # the corpus is one that tells: freshly built, torch.export fails on each model
     assert not any(torch_says[name]["exported"] for name in names)

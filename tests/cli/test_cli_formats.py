@@ -127,7 +127,7 @@ def make_report(root: Path) -> dict:
          "modules": [{"path": "", "type": "models.gpt.Wrapper", "status": "traced", "params": 0}]},
     ]
     return {
-        "version": 1, "tool": {"name": "fxscope", "version": "0.1.0"}, "torch": "2.3.0", "root": str(root),
+        "version": 2, "tool": {"name": "fxscope", "version": "0.1.0"}, "torch": "2.3.0", "root": str(root),
         "targets": targets, "findings": findings,
         "summary": {"targets": 3, "by_status": {"traced": 1, "partial": 1, "failed": 1},
                     "by_severity": {"error": 3, "warning": 1, "info": 0, "hint": 1},

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 
 import jsonschema
@@ -72,14 +73,15 @@ def test_a_target_gets_the_analyses_it_asks_for(tmp_path: Path) -> None:
     target = run.targets["branchy"]
     assert {(f["code"], f["line"]) for f in run.findings("branchy") if f["code"][3] in "67"} >= {
         ("FXS601", branch), ("FXS601", printed), ("FXS701", branch)}
-    assert target["compile"]["graphs"] >= 2 and target["compile"]["breaks"] == 2
-    assert target["export"] == {**target["export"], "exported": False, "strict": False, "problems": 1}
+    compiled, exported = target["analyses"]["compile"], target["analyses"]["export"]
+    assert compiled["counts"]["graphs"] >= 2 and compiled["counts"]["breaks"] == 2 and not compiled["ok"]
+    assert not exported["ok"] and exported["counts"] == {"problems": 1} and exported["details"]["strict"] is False
     # the class targets keep the workspace's analyses: fx only
-    assert "compile" not in run.targets["models.py::Branchy"]
+    assert "analyses" not in run.targets["models.py::Branchy"]
     assert not [f for f in run.findings("models.py::Branchy") if f["code"][3] in "67"]
     # answered from the cache the second time, with the summaries
     again = run_check(root, timeout=600)
-    assert again.targets["branchy"]["cached"] and again.targets["branchy"]["compile"] == target["compile"]
+    assert again.targets["branchy"]["cached"] and again.targets["branchy"]["analyses"] == target["analyses"]
 
 
 def test_text_and_sarif_show_the_new_codes(tmp_path: Path) -> None:
@@ -89,6 +91,10 @@ def test_text_and_sarif_show_the_new_codes(tmp_path: Path) -> None:
     assert text.returncode == 1, text.stderr
     assert f"models.py:{branch}:12: FXS601 graph break: Data-dependent branching" in text.stdout
     assert f"models.py:{branch}:12: FXS701 torch.export needs a value that depends on tensor data" in text.stdout
+    lines = text.stdout.splitlines()  # each analysis's headline, one line per target and analysis
+    assert "branchy: export not ok: failed (1 problem)" in lines
+    assert any(re.fullmatch(r"branchy: compile not ok: \d+ graphs, 2 graph breaks, \d+ recompilations?", line)
+               for line in lines), lines
     sarif = run_fxscope(root, "check", ".", "--format", "sarif", "--fail-on", "never")
     log = json.loads(sarif.stdout)
     rules = {r["id"]: r for r in log["runs"][0]["tool"]["driver"]["rules"]}

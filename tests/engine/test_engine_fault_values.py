@@ -30,11 +30,11 @@ fault_dicts = st.fixed_dictionaries(
 @settings(max_examples=300, deadline=None)
 @given(fault_dicts)
 def test_any_fault_dict_gives_one_located_fxs404_or_fxs403(raw: dict) -> None:
-    body = fault_result(WorkerFault.from_json(raw), FALLBACK, "/ws")
-    (finding,) = body["findings"]
-    assert finding["code"] in ("FXS403", "FXS404")
-    assert finding["file"] == "/ws/m.py" and isinstance(finding["line"], int) and finding["line"] >= 1
-    assert isinstance(finding["message"], str)
+    outcome = fault_result(WorkerFault.from_json(raw), FALLBACK, "/ws")
+    (finding,) = outcome.findings
+    assert finding.code in ("FXS403", "FXS404") and outcome.status == "error" and outcome.fault
+    assert finding.location.file == "/ws/m.py" and isinstance(finding.location.line, int) and finding.location.line >= 1
+    assert isinstance(finding.message, str)
 
 
 def test_well_formed_fields_are_kept_and_the_innermost_workspace_frame_wins() -> None:
@@ -44,9 +44,9 @@ def test_well_formed_fields_are_kept_and_the_innermost_workspace_frame_wins() ->
                       {"file": "/lib/site-packages/x.py", "line": 3}],
     })
     assert fault.traceback == (StackFrame("/ws/m.py", 9, "forward"), StackFrame("/lib/site-packages/x.py", 3))
-    body = fault_result(fault, FALLBACK, "/ws")
-    assert body["output"] == "printed\n" and body["fault"] == "exception"
-    assert (body["findings"][0]["line"], body["findings"][0]["message"]) == (
+    outcome = fault_result(fault, FALLBACK, "/ws")
+    assert outcome.output == "printed\n" and outcome.fault == "exception"
+    assert (outcome.findings[0].location.line, outcome.findings[0].message) == (
         9, "the tracing process failed: ValueError: bad")
 
 

@@ -21,18 +21,20 @@ SCRIPT = """
     from fxscope.job.analyses import AnalysisResult, register
     from fxscope.job.run import run_job
     from fxscope.job.trace_job import TraceJob
+    from fxscope.model.outcome import AnalysisSummary
     from fxscope.project.config import Config
     from fxscope.project.discovery import Target
 
 
     class Calls:
         device = "cpu"
+        options = ()
 
         def __init__(self, name):
             self.name = name
 
-        def options(self, config):
-            return None
+        def warm_up(self):
+            pass
 
         def run(self, built, inputs, context):
             model = built.model
@@ -40,7 +42,7 @@ SCRIPT = """
                     "weight": round(float(model.fc.weight.sum()), 6)}
             model(**inputs)
             model(**inputs)
-            return AnalysisResult(summary=seen)
+            return AnalysisResult(summary=AnalysisSummary(True, "ran", details=seen))
 
 
     register(Calls("first"))
@@ -48,7 +50,7 @@ SCRIPT = """
     root = Path.cwd()
     config = Config(root=root, analyses=("first", "second"))
     target = Target("net", "factory", "models.py", 1, "models", None, factory="models:Net", inputs={"x": [2, 4]})
-    print(json.dumps(run_job(TraceJob(str(root), config, target))))
+    print(json.dumps(run_job(TraceJob(str(root), config, target)).to_json()))
 """
 
 MODELS = """
@@ -79,8 +81,8 @@ def test_a_registered_analysis_gets_a_fresh_model_and_its_summary_is_reported(tm
                           text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-4000:]
     result = json.loads(proc.stdout.strip().splitlines()[-1])
-    assert result["status"] == "traced" and result["warnings"] == []
-    first, second = result["first"], result["second"]
+    assert result["status"] == "traced" and result.get("warnings", []) == []
+    first, second = result["analyses"]["first"]["details"], result["analyses"]["second"]["details"]
     assert first == {**first, "calls_before": 0, "lazy_before": True}
     assert second == first  # not the model the first analysis ran twice; built the same way (same weights)
     assert result["files"].get("models.py")  # the job's dependencies are recorded as for any analysis

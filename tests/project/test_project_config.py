@@ -281,7 +281,7 @@ def test_analyses_per_workspace_and_per_target(tmp_path: Path) -> None:
     assert config.analyses_for("exported") == ("export",)
     assert config.analyses_for("plain") == config.analyses_for("pkg/m.py::Net") == ("fx", "compile")
     assert (config.compile_dynamic, config.export_strict, config.export_dynamic_batch) == (False, True, True)
-    assert config.uses_pt2
+    assert config.all_analyses == ("fx", "compile", "export")  # the zygote warms each up before forking
     again = Config.from_json(json.loads(json.dumps(config.to_json())))
     assert again == config and again.fingerprint() == config.fingerprint()
     for body in ('compile-dynamic = "auto"', "compile-dynamic = true"):
@@ -289,10 +289,59 @@ def test_analyses_per_workspace_and_per_target(tmp_path: Path) -> None:
         assert load_config(tmp_path).compile_dynamic is (None if "auto" in body else True)
 
 
+def test_an_analysis_table_holds_its_options_and_the_older_keys_are_its_aliases(tmp_path: Path) -> None:
+    pyproject(tmp_path, """
+        [tool.fxscope]
+        analyses = ["fx", "compile", "export"]
+
+        [tool.fxscope.analysis.compile]
+        dynamic = false
+
+        [tool.fxscope.analysis.export]
+        strict = true
+        dynamic-batch = true
+        """)
+    tables = load_config(tmp_path)
+    assert tables.analysis_settings("export") == {"strict": True, "dynamic-batch": True}
+    assert tables.analysis_settings("compile") == {"dynamic": False} and tables.analysis_settings("fx") == {}
+    pyproject(tmp_path, """
+        [tool.fxscope]
+        analyses = ["fx", "compile", "export"]
+        compile-dynamic = false
+        export-strict = true
+        export-dynamic-batch = true
+        """)
+    aliases = load_config(tmp_path)
+    assert aliases.analysis_options == tables.analysis_options and aliases.fingerprint() == tables.fingerprint()
+    again = Config.from_json(json.loads(json.dumps(tables.to_json())))
+    assert again == tables and again.fingerprint() == tables.fingerprint()
+    # one setting twice, and a table that is not one, are errors naming the key
+    pyproject(tmp_path, '[tool.fxscope]\nexport-strict = true\n[tool.fxscope.analysis.export]\nstrict = false\n')
+    with pytest.raises(ConfigError, match="'export-strict' and \\[tool.fxscope.analysis.export\\] 'strict' both"):
+        load_config(tmp_path)
+    pyproject(tmp_path, '[tool.fxscope.analysis.export]\nstrict = [1]\n')
+    with pytest.raises(ConfigError, match="'strict' must be a string, number or boolean"):
+        load_config(tmp_path)
+
+
+def test_an_analysis_a_plugin_registers_is_named_only_with_plugins(tmp_path: Path) -> None:
+    pyproject(tmp_path, '[tool.fxscope]\nanalyses = ["fx", "params"]\n')
+    with pytest.raises(ConfigError, match="'analyses' entries must be one of"):
+        load_config(tmp_path)
+    pyproject(tmp_path, '[tool.fxscope]\nanalyses = ["fx", "params"]\nplugins = ["pkg.analyses"]\n'
+                        '[tool.fxscope.analysis.params]\nlimit = 10\n')
+    config = load_config(tmp_path)
+    assert config.analyses == ("fx", "params") and config.plugins == ("pkg.analyses",)
+    assert config.analysis_settings("params") == {"limit": 10}
+    pyproject(tmp_path, '[tool.fxscope]\nplugins = ["not a module"]\n')
+    with pytest.raises(ConfigError, match="'plugins'"):
+        load_config(tmp_path)
+
+
 def test_the_default_analyses_keep_the_fingerprint_of_a_config_without_them(tmp_path: Path) -> None:
     pyproject(tmp_path, "[tool.fxscope]\ntimeout = 5\n")
     plain = load_config(tmp_path)
-    assert plain.analyses == ("fx",) and plain.compile_dynamic is None and not plain.uses_pt2
+    assert plain.analyses == ("fx",) and plain.compile_dynamic is None and plain.all_analyses == ("fx",)
     assert "analyses" not in plain.to_json()  # results cached before these settings existed stay valid
     pyproject(tmp_path, '[tool.fxscope]\ntimeout = 5\nanalyses = ["fx"]\ncompile-dynamic = "auto"\n')
     assert load_config(tmp_path).fingerprint() == plain.fingerprint()

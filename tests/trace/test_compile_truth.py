@@ -60,8 +60,8 @@ def test_breaks_are_torchs_breaks_at_the_same_lines(runs: tuple[Any, ...], name:
     places = [(f["file"], f["line"]) for f in findings]
     assert len(places) == len(set(places)), f"one finding per place: {findings}"
     assert {shown_line(f) for f in findings} == _torch_lines(answer, logged, name), findings
-    assert target["compile"]["breaks"] == len(findings)
-    assert target["compile"]["graphs"] == answer["models"][name]["graphs"]
+    assert target["analyses"]["compile"]["counts"]["breaks"] == len(findings)
+    assert target["analyses"]["compile"]["counts"]["graphs"] == answer["models"][name]["graphs"]
 
 
 @pytest.mark.parametrize("name", model_names(MODULE))
@@ -92,7 +92,7 @@ def test_recompilations_are_torchs(runs: tuple[Any, ...], name: str) -> None:
         assert any(f"`{function}`" in f["message"] for f in findings), (function, findings)
     for f in findings:
         assert "guard failed: " in f["message"] and f["hint"]
-    assert report.targets[name]["compile"]["recompiles"] == len(findings)
+    assert report.targets[name]["analyses"]["compile"]["counts"]["recompiles"] == len(findings)
 
 
 def test_a_break_inside_a_library_is_anchored_at_the_user_line(runs: tuple[Any, ...]) -> None:
@@ -112,7 +112,7 @@ def test_compiled_graphs_are_in_the_report_with_the_break_that_ended_them(tmp_pa
     report = run_check(root, "--graphs", timeout=1200)
     target = report.targets["DataDependentBranch"]
     compiled = [g for g in target["graphs"] if g.get("analysis") == "compile"]
-    assert len(compiled) == target["compile"]["graphs"] == 2
+    assert len(compiled) == target["analyses"]["compile"]["counts"]["graphs"] == 2
     (break_line,) = {shown_line(f) for f in report.findings("DataDependentBranch", "FXS601")}
     ends = compiled[0]["ends"]
     assert (ends["file"], ends["line"]) == (f"{MODULE}.py", break_line) and ends["reason"] in registry_types()
@@ -124,4 +124,4 @@ def test_compiled_graphs_are_in_the_report_with_the_break_that_ended_them(tmp_pa
     clean = report.targets["Clean"]
     fx = [g for g in clean["graphs"] if g.get("analysis", "fx") == "fx"]
     assert fx and clean["nodes"] == sum(len(g["nodes"]) for g in fx)
-    assert [g.get("analysis") for g in clean["graphs"]].count("compile") == clean["compile"]["graphs"] == 1
+    assert [g.get("analysis") for g in clean["graphs"]].count("compile") == clean["analyses"]["compile"]["counts"]["graphs"] == 1

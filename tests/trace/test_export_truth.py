@@ -41,7 +41,7 @@ def test_a_model_exports_exactly_when_torch_exports_it(runs: tuple[Any, ...], na
     answer, report, _ = runs
     expected = answer["models"][name]
     target = report.targets[name]
-    assert target["export"]["exported"] is expected["exported"], (expected, target)
+    assert target["analyses"]["export"]["ok"] is expected["exported"], (expected, target)
     assert (target["status"] == "failed") is (not expected["exported"])
     if expected["exported"]:
         assert _export_findings(report, name) == []
@@ -72,7 +72,7 @@ def test_draft_export_problems_are_listed_at_their_lines(runs: tuple[Any, ...], 
     if expected["error"]["line"] is not None:
         torch_lines.add(expected["error"]["line"])
     assert lines == torch_lines, (lines, expected)
-    assert report.targets[name]["export"]["problems"] == len(_export_findings(report, name))
+    assert report.targets[name]["analyses"]["export"]["counts"]["problems"] == len(_export_findings(report, name))
 
 
 def test_the_corpus_fails_to_export_in_each_way(runs: tuple[Any, ...]) -> None:

@@ -151,7 +151,7 @@ def test_system_exit_keeps_its_message(pool, tmp_path):
     raw = pool.submit({"runner": zoo("exit_with_message"), "timeout": 60}).result(60)
     assert raw["fault"] == "exit" and raw["message"] == "the config file is missing"
     body = fault_result(WorkerFault.from_json(raw), {"file": str(tmp_path / "m.py"), "line": 1}, str(tmp_path))
-    assert "the config file is missing" in body["findings"][0]["message"]
+    assert "the config file is missing" in body.findings[0].message
 
 
 def test_watchdog_replaces_a_wedged_zygote(monkeypatch):

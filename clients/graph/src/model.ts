@@ -105,11 +105,11 @@ export function normalizeDocument(raw: GraphDocument): GraphDocument {
   return { ...raw, version: 1, module: raw.module ?? null, graphs, modules: raw.modules ?? [], findings: raw.findings ?? [] };
 }
 
-/** The analyses a document has graphs of: "compile" (graphs torch.compile captured) first, then
- * "fx" (fxscope's own FX graph); empty for a document without graphs. */
+/** The analyses a document has graphs of: those another analysis captured (torch.compile's
+ * "compile"), by name, first, then "fx" (fxscope's own FX graph); empty for a document without graphs. */
 export function graphAnalyses(raw: GraphDocument): string[] {
   const kinds = new Set((raw.graphs ?? []).map((g) => g.analysis ?? "fx"));
-  return ["compile", "fx", ...[...kinds].filter((k) => k !== "compile" && k !== "fx").sort()].filter((k) => kinds.has(k));
+  return [...[...kinds].filter((k) => k !== "fx").sort(), ...(kinds.has("fx") ? ["fx"] : [])];
 }
 
 /** ``raw`` with only the graphs of ``analysis`` (the document itself when it has no such graph). */
@@ -119,10 +119,10 @@ export function withAnalysis(raw: GraphDocument, analysis: string | undefined): 
   return graphs.length ? { ...raw, graphs } : raw;
 }
 
-/** The title and note of the region of the ``index``-th of ``count`` graphs torch.compile captured. */
-export function compiledRegion(index: number, count: number, ends?: { reason: string; file: string; line: number }): Pick<BoxInfo, "label" | "note" | "compiled"> {
+/** The title and note of the region of the ``index``-th of ``count`` graphs ``analysis`` captured. */
+export function compiledRegion(analysis: string, index: number, count: number, ends?: { reason: string; file: string; line: number }): Pick<BoxInfo, "label" | "note" | "compiled"> {
   const note = ends ? `graph break at ${ends.file}:${ends.line}: ${ends.reason}` : "last graph: no break after it";
-  return { label: `torch.compile graph ${index}/${count}`, note, compiled: true };
+  return { label: `${analysis} graph ${index}/${count}`, note, compiled: true };
 }
 
 /** Index a document: nodes, boxes (with failure and finding marks) and edges. */
@@ -139,24 +139,31 @@ export function buildModel(raw: GraphDocument): GraphModel {
   const boxes = new Map<string, BoxInfo>();
   const edges: [string, string][] = [];
   const multi = doc.graphs.length > 1;
-  const compiledCount = doc.graphs.filter((g) => g.analysis === "compile").length;
-  let compiledIndex = 0;
+  const captured = (g: { analysis?: string }): string | null => (g.analysis && g.analysis !== "fx" ? g.analysis : null);
+  const capturedCount = new Map<string, number>();
+  for (const g of doc.graphs) {
+    const a = captured(g);
+    if (a) capturedCount.set(a, (capturedCount.get(a) ?? 0) + 1);
+  }
+  const capturedIndex = new Map<string, number>();
 
   doc.graphs.forEach((g, gi) => {
-    const compiled = g.analysis === "compile";
+    const analysis = captured(g);
+    const compiled = analysis !== null;
     const scopes = new Set<string>();
     for (const n of g.nodes) {
       const s = boxScope(n);
       if (s !== g.module && within(s, g.module)) scopes.add(s);
     }
     const sorted = [...scopes].sort((a, b) => a.split(".").length - b.split(".").length || a.localeCompare(b));
-    // every graph torch.compile captured is a region of its own, titled with the break that ended it
+    // every graph an analysis captured (torch.compile's) is a region of its own, titled with the break that ended it
     const rootBox = multi || compiled ? boxId(gi, g.module) : null;
     if (rootBox) {
       boxes.set(rootBox, {
         id: rootBox, graph: gi, scope: g.module, type: moduleTypes.get(g.module) ?? "", parent: null,
         children: [], nodes: [], total: 0, failed: false, findings: 0,
-        ...(compiled ? compiledRegion(++compiledIndex, compiledCount, g.ends) : {}),
+        ...(analysis !== null ? compiledRegion(analysis, capturedIndex.set(analysis, (capturedIndex.get(analysis) ?? 0) + 1).get(analysis)!,
+          capturedCount.get(analysis)!, g.ends) : {}),
       });
     }
     for (const s of sorted) {

@@ -26,8 +26,8 @@ export interface MountOptions {
   onReveal?: (file: string, line: number) => void;
   /** Graphs with more nodes start collapsed (default 250). */
   collapseThreshold?: number;
-  /** Which graphs to draw when the document has several kinds ("compile" or "fx"; default: the
-   * graphs torch.compile captured where the target has them). */
+  /** Which graphs to draw when the document has several kinds (an analysis's name, "fx" for
+   * fxscope's own; default: the graphs another analysis captured where the target has them). */
   analysis?: string;
   /** Whether the findings column is shown (default: when the container is at least
    * {@link SIDE_MIN_WIDTH} pixels wide, so that the canvas keeps the space at a narrow split). */
@@ -37,11 +37,12 @@ export interface MountOptions {
 /** Below this container width the findings column starts collapsed. */
 export const SIDE_MIN_WIDTH = 760;
 
-const ANALYSIS_LABELS: Record<string, string> = { compile: "torch.compile graphs", fx: "FX graph" };
+/** The switch's label of the graphs of ``analysis``. */
+const analysisLabel = (analysis: string): string => (analysis === "fx" ? "FX graph" : `${analysis} graphs`);
 
 export interface GraphView {
   readonly model: GraphModel;
-  /** The analysis whose graphs are drawn ("fx" or "compile"). */
+  /** The analysis whose graphs are drawn ("fx", or the analysis that captured them). */
   readonly analysis: string;
   /** Whether the findings column is shown. */
   readonly sideOpen: boolean;
@@ -159,7 +160,7 @@ function mountAnalysis(container: HTMLElement, raw: GraphDocument, options: Moun
   if (kinds.length > 1) {
     const group = html("span", "fxg-analyses", toolbar);
     for (const kind of kinds) {
-      const b = html("button", `fxg-btn fxg-analysis${kind === analysis ? " fxg-active" : ""}`, group, ANALYSIS_LABELS[kind] ?? kind);
+      const b = html("button", `fxg-btn fxg-analysis${kind === analysis ? " fxg-active" : ""}`, group, analysisLabel(kind));
       b.dataset.analysis = kind;
       b.setAttribute("aria-pressed", String(kind === analysis));
       if (kind !== analysis) b.addEventListener("click", () => switchTo(kind));

@@ -62,9 +62,9 @@ def _where(node: dict[str, Any]) -> str:
     return f"{node['file']}:{cell}{node['line']}"
 
 
-def _compile_title(target_id: str, g: dict[str, Any], index: int, count: int) -> str:
-    """``torch.compile graph 2 of 3 of T``, and the graph break that ended it."""
-    title = f"torch.compile graph {index} of {count} of {target_id}"
+def _captured_title(target_id: str, g: dict[str, Any], index: int, count: int) -> str:
+    """``compile graph 2 of 3 of T`` (a graph an analysis captured), and the graph break that ended it."""
+    title = f"{g['analysis']} graph {index} of {count} of {target_id}"
     ends = g.get("ends")
     if ends:
         title += f" (ends at the graph break at {ends['file']}:{ends['line']}: {ends['reason']})"
@@ -72,13 +72,18 @@ def _compile_title(target_id: str, g: dict[str, Any], index: int, count: int) ->
 
 
 def _titles(target_id: str, graphs: list[dict[str, Any]], module: str | None) -> list[str]:
-    """The title of each graph of a document."""
-    count = sum(1 for g in graphs if g.get("analysis") == "compile")
-    titles, index = [], 0
+    """The title of each graph of a document: fx's by module, those another analysis captured
+    numbered in capture order."""
+    counts: dict[str, int] = {}
     for g in graphs:
-        if g.get("analysis") == "compile":
-            index += 1
-            titles.append(_compile_title(target_id, g, index, count))
+        if g.get("analysis") not in (None, "fx"):
+            counts[g["analysis"]] = counts.get(g["analysis"], 0) + 1
+    titles, seen = [], dict.fromkeys(counts, 0)
+    for g in graphs:
+        analysis = g.get("analysis")
+        if analysis in counts:
+            seen[analysis] += 1
+            titles.append(_captured_title(target_id, g, seen[analysis], counts[analysis]))
         else:
             titles.append(_title(target_id, g["module"], module))
     return titles

@@ -28,14 +28,13 @@ from fxscope import __version__
 from fxscope.errors import CheckInterrupted, TorchUnavailableError, WorkerStartError
 from fxscope.cache import FileHasher, ResultCache, claim_directory, hash_json, hash_text
 from fxscope.engine.dispatch import Dispatcher
-from fxscope.engine.faults import WorkerFault, fault_result, is_fault_body
-from fxscope.engine.payload import payload_problem
-from fxscope.engine.results import (CheckResult, TargetResult, drop_covered_skips, relativize,
-                                    skipped_body)
+from fxscope.engine.faults import WorkerFault, fault_result
+from fxscope.engine.results import CheckResult, TargetResult, drop_covered_skips, relativize, skipped_result
 from fxscope.engine.workspace_state import WorkspaceState
 from fxscope.project.config import Config, load_config, target_line
 from fxscope.model import Snapshot, TargetOutcome
 from fxscope.model.sandbox import SandboxStatus
+from fxscope.model.wire import WireError
 from fxscope.project.discovery import Discovery, Target, discover
 from fxscope.project.files import ABSENT, is_under
 
@@ -47,8 +46,9 @@ __all__ = ["ABSENT", "Engine", "ProgressEvent", "installed_torch_version"]
 #: Version of what the engine stores per target (2: root-relative paths; 3: class targets carry the
 #: key of the recipes they were built from, and their build; 4: notebooks, and scripts imported
 #: without their work; 5: scripts' argparse defaults, and the job's argv is the target's file; 6: scripts
-#: by what their top level calls, and the safe evaluator runs no workspace code); part of every cache key.
-PAYLOAD_FORMAT = 6
+#: by what their top level calls, and the safe evaluator runs no workspace code; 7: analysis summaries under
+#: ``analyses``, read strictly); part of every cache key: an entry of an older format is a miss, never misread.
+PAYLOAD_FORMAT = 7
 
 #: Characters of a job's captured stdout/stderr kept with its result (the tail).
 OUTPUT_KEPT = 8192
@@ -165,7 +165,8 @@ class Engine:
         configuration change does not pay torch's start-up again; ``other`` loses it."""
         if (other.config.preload != self.config.preload or other.workers != self.workers
                 or other.config.python_path != self.config.python_path or other.root != self.root
-                or other.config.uses_pt2 != self.config.uses_pt2 or other.config.sandbox != self.config.sandbox):
+                or other.config.all_analyses != self.config.all_analyses
+                or other.config.sandbox != self.config.sandbox):
             return False
         with other._lock, self._lock:
             if other._pool is None or self._pool is not None:
@@ -180,14 +181,14 @@ class Engine:
         with self._lock:
             if self._pool is None:
                 from fxscope.worker.pool import WorkerPool
-                from fxscope.worker.runner import WARM_PT2_ENV
+                from fxscope.worker.runner import WARM_ANALYSES_ENV
 
                 log = self.cache_directory / "worker.log"
                 # python-path is on the zygote's sys.path before preload runs (a workspace package
                 # is never shadowed by an installed copy); root: it lists the files preload imported
                 libraries = [name for name in self._libraries if name not in self.config.preload]
-                # with the compile or export analysis, the zygote imports torch._dynamo/torch.export too
-                env = {WARM_PT2_ENV: "1"} if self.config.uses_pt2 else None
+                # the zygote warms up the analyses the workspace runs (torch._dynamo for compile, ...)
+                env = {WARM_ANALYSES_ENV: ",".join(self.config.all_analyses)}
                 self._pool = WorkerPool(preload=self.config.preload, max_workers=self.workers, log_path=log,
                                         sys_path=[str(p) for p in self.config.python_path], root=self.root,
                                         libraries=libraries, env=env, sandbox=self.config.sandbox)
@@ -351,22 +352,15 @@ class Engine:
         hits = (self.cache.lookup_many([t.id for t in targets], self.context, current, graphs=graphs)
                 if use_cache else {})
         for t in targets:
-            hit = hits.get(t.id)
-            if hit is not None and payload_problem(hit.payload) is not None:
-                hit = None  # an entry of the wrong shape (edited, another version) is a miss
-            if hit is not None and retry_faults and is_fault_body(hit.payload):
-                hit = None
-            if hit is not None and t.kind == "class" and hit.payload.get("build_key") != t.build_key():
-                hit = None  # built under other recipes, or it needs arguments now, or no longer
-            if hit is not None:
-                r = TargetResult(t, TargetOutcome.from_json(hit.payload, target=t.id), cached=True)
+            cached = _cached_outcome(t, hits.get(t.id), retry_faults)
+            if cached is not None:
+                r = TargetResult(t, cached, cached=True)
                 self._warn(r.outcome.warnings, warned)  # e.g. a bad leaf-modules entry: said on every check
             elif t.needs_args and not t.recipes:
-                body = _relative_paths(skipped_body(t), str(self.root))
-                r = TargetResult(t, TargetOutcome.from_json(body, target=t.id))
+                r = skipped_result(t)
                 deps = self._static_deps(t, discovery, digests)
                 if deps:
-                    self.cache.store(t.id, self.context, deps, body)
+                    self.cache.store(t.id, self.context, deps, r.outcome.to_json())
             else:
                 misses.append(t)
                 continue
@@ -478,42 +472,47 @@ class Engine:
                          digests: Mapping[str, str] | None = None,
                          preload_deps: Mapping[str, str] | None = None
                          ) -> tuple[TargetResult, dict[str, str], dict[str, Any]]:
-        """The result of ``t`` from its job's ``raw`` outcome, the dependencies to cache it under
-        (empty: not cacheable) and the body to cache. ``raw`` is owned by this call and is reused
-        as the body; the typed outcome is read from it once, here, where it was checked."""
+        """The result of ``t`` from its job's ``raw`` answer (an outcome, or a fault), the
+        dependencies to cache it under (empty: not cacheable) and the body to cache. ``raw`` is
+        owned by this call and is reused as the body; it is read once, strictly
+        (:meth:`TargetOutcome.from_json`): a malformed answer (user code may have patched json,
+        ...) becomes an FXS404 finding, never a crash and never a result it did not say."""
         duration = getattr(handle, "duration_ms", None) or (time.perf_counter() - start) * 1000
-        fallback = self._fallback(t)
-        if "fault" in raw:
-            fault = WorkerFault.from_json(raw)
-            body = fault_result(fault, fallback, str(self.root))
-            deps = self._static_deps(t, discovery, digests)
-            cacheable = fault.cacheable
-        elif (problem := payload_problem(raw)) is not None:  # user code may have patched json, ...
+        fault = WorkerFault.from_json(raw) if "fault" in raw else None
+        body = raw if fault is None else fault_result(fault, self._fallback(t), str(self.root)).to_json()
+        try:
+            outcome, body = self._read_body(t, body)
+        except (WireError, TypeError, RecursionError) as problem:  # TypeError: an unhashable key, ...
             output = raw.get("output")
-            malformed = WorkerFault("crash", message=f"the tracing process returned a malformed result ({problem})",
-                                    output=output if isinstance(output, str) else "")
-            body = fault_result(malformed, fallback, str(self.root))
-            deps = self._static_deps(t, discovery, digests)
-            cacheable = True
+            fault = WorkerFault("crash", message=f"the tracing process returned a malformed result ({problem})",
+                                output=output if isinstance(output, str) else "")
+            outcome, body = self._read_body(t, fault_result(fault, self._fallback(t), str(self.root)).to_json())
+        if fault is not None:
+            deps, cacheable = self._static_deps(t, discovery, digests), fault.cacheable
         else:
-            body = raw
-            deps = dict(raw.get("files") or {})
+            deps, cacheable = dict(outcome.files), True
             if t.file and t.file not in deps:
                 h = self.hasher.hash(t.file, digests)
                 if h:
                     deps[t.file] = h
-            cacheable = True
+        self._warn(outcome.warnings, warned)
+        if preload_deps:
+            deps.update(preload_deps)
+        return TargetResult(t, outcome, cached=False, duration_ms=duration), (deps if cacheable else {}), body
+
+    def _read_body(self, t: Target, body: dict[str, Any]) -> tuple[TargetOutcome, dict[str, Any]]:
+        """``body`` (a job's answer, absolute paths) as the cache keeps it (root-relative paths,
+        the target's build key, the output's tail) and read as ``t``'s outcome; raises
+        :class:`~fxscope.model.wire.WireError` when it is malformed."""
+        if not isinstance(body, dict):
+            raise WireError(f"a {type(body).__name__}, not an object")
         body = _relative_paths(body, str(self.root))
         if t.kind == "class":
             body["build_key"] = t.build_key()
         output = body.get("output")
         if isinstance(output, str) and len(output) > OUTPUT_KEPT:
             body["output"] = "... [output truncated] ...\n" + output[-OUTPUT_KEPT:]
-        outcome = TargetOutcome.from_json(body, target=t.id)
-        self._warn(outcome.warnings, warned)
-        if preload_deps:
-            deps.update(preload_deps)
-        return TargetResult(t, outcome, cached=False, duration_ms=duration), (deps if cacheable else {}), body
+        return TargetOutcome.from_json(body, target=t.id), body
 
     def _warn(self, warnings: Iterable[str], warned: set[str] | None) -> None:
         """Pass a result's warnings to ``on_warning``, each once per run."""
@@ -529,8 +528,7 @@ class Engine:
               on_progress: Callable[[ProgressEvent], None] | None = None,
               cancel: Cancel = None, use_cache: bool = True, retry_faults: bool = False) -> CheckResult:
         """Check the workspace (or ``paths``) under the buffers of ``overlays`` (an immutable
-        snapshot, or absolute path -> text). Front ends render the typed result as the version-1
-        report with :func:`fxscope.report.build.check_report`."""
+        snapshot, or absolute path -> text). Front ends render the typed result as the report with :func:`fxscope.report.build.check_report`."""
         started = time.perf_counter()
         discovery = self.discover(overlays)
         targets = self.select(discovery, paths, target_ids, shard)
@@ -570,6 +568,21 @@ def _cancel_all(handles: dict[str, tuple[Target, Any]]) -> None:
     """Cancel every job still running when a check ends with an error."""
     for _, handle in handles.values():
         handle.cancel()
+
+
+def _cached_outcome(t: Target, hit: Any, retry_faults: bool) -> TargetOutcome | None:
+    """The outcome of ``t``'s cache entry ``hit``, or None when it is a miss: no entry, an entry
+    of the wrong shape (edited by hand, another version), a fault being retried, or a class built
+    under other recipes (or that needs arguments now, or no longer)."""
+    if hit is None:
+        return None
+    try:
+        outcome = TargetOutcome.from_json(hit.payload, target=t.id)
+    except (WireError, TypeError, RecursionError):
+        return None
+    if (retry_faults and outcome.fault) or (t.kind == "class" and outcome.build_key != t.build_key()):
+        return None
+    return outcome
 
 
 def _relative_paths(value: Any, root: str) -> Any:

@@ -10,8 +10,8 @@ anything of the wrong type rather than trusting it.
 >>> f.kind, f.exception_type, f.message, f.traceback
 ('exception', 'KeyError', None, ())
 >>> r = fault_result(WorkerFault("crash", signal=11, signal_name="SIGSEGV"), {"file": "/ws/m.py", "line": 3}, "/ws")
->>> r["status"], r["findings"][0]["code"], r["findings"][0]["line"]
-('error', 'FXS404', 3)
+>>> r.status, r.findings[0].code, r.findings[0].location.line, r.fault
+('error', 'FXS404', 3, 'crash')
 """
 
 from __future__ import annotations
@@ -22,9 +22,11 @@ from dataclasses import dataclass
 from typing import Any, TypeGuard
 
 from fxscope.model.codes import finding_dict
+from fxscope.model.finding import Finding
+from fxscope.model.outcome import TargetOutcome
 from fxscope.worker.protocol import FAULTS
 
-__all__ = ["StackFrame", "WorkerFault", "fault_result", "is_fault_body"]
+__all__ = ["StackFrame", "WorkerFault", "fault_result"]
 
 _MAX_FRAMES = 200
 
@@ -159,17 +161,9 @@ def _finding(fault: WorkerFault, fallback: Mapping[str, Any], root: str) -> dict
     return finding_dict("FXS404", f"the tracing process failed ({fault.kind})", **loc)
 
 
-def fault_result(fault: WorkerFault, fallback: Mapping[str, Any], root: str) -> dict[str, Any]:
-    """A target result body (status ``error``) for a worker fault, its finding at the innermost
-    workspace frame or at ``fallback`` (``file``, ``line``); the body's ``fault`` key names the kind
+def fault_result(fault: WorkerFault, fallback: Mapping[str, Any], root: str) -> TargetOutcome:
+    """A target outcome (status ``error``) for a worker fault, its finding at the innermost
+    workspace frame or at ``fallback`` (``file``, ``line``); its ``fault`` names the kind
     (``timeout``, ``crash``, ``exit``, ``exception``) so a cached fault can be retried."""
-    body: dict[str, Any] = {"status": "error", "modules": [], "nodes": 0,
-                            "findings": [_finding(fault, fallback, root)], "files": {}, "fault": fault.kind}
-    if fault.output:
-        body["output"] = fault.output
-    return body
-
-
-def is_fault_body(body: dict[str, Any]) -> bool:
-    """Whether a (cached) result body came from a fault, i.e. what ``retry_faults`` re-runs."""
-    return bool(body.get("fault"))
+    return TargetOutcome("error", findings=(Finding.from_json(_finding(fault, fallback, root)),),
+                         output=fault.output or None, fault=fault.kind)

@@ -9,15 +9,14 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
 
-from fxscope.model import TargetOutcome
+from fxscope.model import Finding, TargetOutcome
 from fxscope.model.codes import CODES, finding_dict
 from fxscope.model.sandbox import SandboxStatus
 from fxscope.project.discovery import FileError, Target
 
 __all__ = ["REACHED", "CheckResult", "TargetResult", "class_type", "covered_by_factory", "drop_covered_skips",
-           "reached_types", "relativize", "skipped_body", "skipped_result"]
+           "reached_types", "relativize", "skipped_result"]
 
 
 @dataclass(frozen=True)
@@ -60,20 +59,14 @@ def relativize(path: str, root: str) -> str:
     return ab
 
 
-def skipped_body(target: Target) -> dict[str, Any]:
-    """The result body of a class that needs constructor arguments and has neither a factory nor a
+def skipped_result(target: Target) -> TargetResult:
+    """The result of a class that needs constructor arguments and has neither a factory nor a
     recipe (FXS405)."""
     args = ", ".join(a for a in target.required_args) or "arguments"
-    finding = finding_dict(
+    finding = Finding.from_json(finding_dict(
         "FXS405", f"`{target.qualname}` needs constructor arguments ({args}) and no factory is configured",
-        hint=CODES["FXS405"].help, file=target.file, line=target.line,
-    )
-    return {"status": "skipped", "modules": [], "nodes": 0, "findings": [finding], "build_key": target.build_key()}
-
-
-def skipped_result(target: Target) -> TargetResult:
-    """The result of a class that needs constructor arguments and has no way to be built (FXS405)."""
-    return TargetResult(target, TargetOutcome.from_json(skipped_body(target), target=target.id))
+        hint=CODES["FXS405"].help, file=target.file, line=max(target.line, 1)), target=target.id)
+    return TargetResult(target, TargetOutcome("skipped", findings=(finding,), build_key=target.build_key()))
 
 
 def class_type(target: Target) -> str | None:

@@ -5,11 +5,15 @@ from __future__ import annotations
 
 import inspect
 import sys
+from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any, Callable
 
 from fxscope.job.construct import AutomaticBuild, build_automatically
 from fxscope.job.failures import one_line, tb_locations
 from fxscope.job.safe_module import notebook_of
+from fxscope.model.finding import Finding
+from fxscope.model.location import Location
 from fxscope.model.recipe import Call, Recipe, Ref
 from fxscope.project.discovery import Target
 
@@ -56,11 +60,11 @@ def parameterless_failure(cls: Any, automatic: AutomaticBuild) -> BaseException 
 
 
 def needs_arguments(target: Target, automatic: AutomaticBuild, is_user_file: Callable[[str], bool],
-                    fallback: dict[str, Any]) -> dict[str, Any]:
+                    fallback: Location) -> Finding:
     """FXS405 at the class: no candidate built (an assert on optional parameters, a constructor
     inherited past a mixin, no recipe at all); what was tried and what each raised, with the
     constructor frames of the first failure as related locations."""
-    from fxscope.model.codes import CODES, finding_dict
+    from fxscope.model.codes import CODES
 
     tried = "; ".join(f"`{a.recipe.text}` ({a.recipe.kind}, {a.recipe.origin}): {one_line(a.error or '')}"
                       for a in automatic.attempts)
@@ -68,21 +72,18 @@ def needs_arguments(target: Target, automatic: AutomaticBuild, is_user_file: Cal
     message = f"`{target.qualname}` needs constructor arguments ({needs}) and no factory is configured"
     if tried:
         message += f"; fxscope could not build it on its own: tried {tried}"
-    finding = finding_dict("FXS405", message, hint=CODES["FXS405"].help, **fallback)
     first = next((a.cause for a in automatic.attempts if a.cause is not None), None)
     related = tb_locations(first, is_user_file) if first is not None else []
-    if related:
-        finding["related"] = related[-8:]
-    return finding
+    return Finding("FXS405", CODES["FXS405"].severity, message, fallback, CODES["FXS405"].help,
+                   related=tuple(related[-8:]))
 
 
-def say_invented(findings: list[dict[str, Any]], recipe: Recipe, name: str,
-                 is_user_file: Callable[[str], bool]) -> None:
-    """Each finding at a workspace line of a build with invented values says so (its message, and
-    so its hover). One located in a library keeps its message: the report groups those by
-    message, one per library cause, whichever targets reached it."""
+def say_invented(findings: Sequence[Finding], recipe: Recipe, name: str,
+                 is_user_file: Callable[[str], bool]) -> tuple[Finding, ...]:
+    """``findings`` where each one at a workspace line of a build with invented values says so (its
+    message, and so its hover). One located in a library keeps its message: the report groups
+    those by message, one per library cause, whichever targets reached it."""
     note = f" (fxscope built `{name}` with invented values: {recipe.invented_values()}; no call site found)"
-    for finding in findings:
-        if (finding.get("severity") in ("error", "warning") and is_user_file(str(finding.get("file", "")))
-                and note not in str(finding.get("message", ""))):
-            finding["message"] = f"{finding.get('message', '')}{note}"
+    return tuple(replace(f, message=f"{f.message}{note}") if (
+        f.severity in ("error", "warning") and is_user_file(f.location.file) and note not in f.message) else f
+        for f in findings)

@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Any, Callable
+from dataclasses import replace
+from typing import Callable
+
+from fxscope.model.codes import CODES
+from fxscope.model.finding import Finding
+from fxscope.model.location import Location
 
 from fxscope.project.files import ABSENT
 
@@ -31,12 +36,12 @@ def user_file_predicate(root: str, excluded: tuple[str, ...] = (
     return is_user_file
 
 
-def tb_locations(e: BaseException, is_user_file: Callable[[str], bool]) -> list[dict[str, Any]]:
+def tb_locations(e: BaseException, is_user_file: Callable[[str], bool]) -> list[Location]:
     """Workspace frames of ``e``'s traceback with exact ranges, outermost first, each with what
     the line is doing: ``imported from here`` (module-level code), else ``in <function>``."""
     from fxscope.trace.frames import traceback_location
 
-    out = []
+    out: list[Location] = []
     tb = e.__traceback__
     while tb is not None:
         raw = tb.tb_frame.f_code.co_filename
@@ -45,7 +50,7 @@ def tb_locations(e: BaseException, is_user_file: Callable[[str], bool]) -> list[
             loc = traceback_location(tb)
             function = tb.tb_frame.f_code.co_name
             note = "imported from here" if function == "<module>" else f"in {function}"
-            out.append({**loc.to_json(), "message": note})
+            out.append(Location(loc.file, loc.line, loc.column, loc.end_line, loc.end_column, note))
         tb = tb.tb_next
     return out
 
@@ -63,33 +68,24 @@ def _external_cause(e: BaseException) -> tuple[str, str] | None:
 
 
 def error_finding(code: str, message: str, e: BaseException, is_user_file: Callable[[str], bool],
-                  fallback: dict[str, Any]) -> dict[str, Any]:
-    """A finding for an import/build failure at the innermost workspace frame."""
-    from fxscope.model.codes import finding_dict
-
+                  fallback: Location) -> Finding:
+    """A finding for an import/build failure at the innermost workspace frame (at ``fallback``
+    when none is), with the call chain that led there."""
     external = _external_cause(e)
     if external is not None:  # e.g. the sandbox refused it: not the model's bug, say so and how to allow it
         code, message = external
-    finding: dict[str, Any] = finding_dict(code, message)
+    related = tb_locations(e, is_user_file)
     if isinstance(e, SyntaxError) and e.filename and is_user_file(os.path.abspath(e.filename)):
-        finding.update(file=os.path.abspath(e.filename), line=max(e.lineno or 1, 1))
-        if e.offset:
-            finding["column"] = e.offset
-            end = getattr(e, "end_offset", None)
-            if end and end > e.offset and (getattr(e, "end_lineno", None) in (None, e.lineno)):
-                finding["end_column"] = end
-        related = tb_locations(e, is_user_file)
+        column = e.offset or None
+        end = getattr(e, "end_offset", None)
+        same_line = getattr(e, "end_lineno", None) in (None, e.lineno)
+        end_column = end if column and end and end > column and same_line else None
+        where = Location(os.path.abspath(e.filename), max(e.lineno or 1, 1), column, None, end_column)
+    elif related:
+        where = replace(related.pop(), message=None)
     else:
-        related = tb_locations(e, is_user_file)
-        if related:
-            innermost = related.pop()
-            innermost.pop("message")
-            finding.update(innermost)
-        else:
-            finding.update(fallback)
-    if related:
-        finding["related"] = related[-8:]
-    return finding
+        where = fallback
+    return Finding(code, CODES[code].severity, message, where, related=tuple(related[-8:]))
 
 
 def missing_module(error: BaseException | None) -> str | None:

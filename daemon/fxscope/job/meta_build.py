@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Callable
 
 from fxscope.job.analyses import REGISTRY, AnalysisContext
@@ -18,28 +18,26 @@ from fxscope.job.construct import Attempt, AutomaticBuild
 from fxscope.job.failures import error_finding
 from fxscope.job.hypothesis import build_fault
 from fxscope.job.skips import name_errors, skipped_findings
-from fxscope.job.stages import JobState, body
+from fxscope.job.stages import Ending, JobState, ended
 from fxscope.job.target import target_module
+from fxscope.model.outcome import TargetOutcome
 
 __all__ = ["Traced", "build_and_trace"]
-
-#: (body, the exception behind it) of a finished job stage, or the failed :class:`Attempt` to retry.
-Stage = tuple[dict[str, Any], BaseException | None]
 
 
 @dataclass(frozen=True)
 class Traced:
-    """fx traced the target: its report, to which the other analyses add theirs."""
+    """fx traced the target: its outcome, to which the other analyses add theirs."""
 
-    report: dict[str, Any]
+    outcome: TargetOutcome
 
 
-def _skip_for(context: AnalysisContext, blocked: Mapping[str, Any]) -> Stage:
+def _skip_for(context: AnalysisContext, blocked: Mapping[str, Any]) -> Ending:
     module = sys.modules[target_module(context.job.target) or ""]
-    return body("skipped", skipped_findings(context.job.target, blocked, module)), None
+    return ended("skipped", skipped_findings(context.job.target, blocked, module)), None
 
 
-def _build(factory: Any, state: JobState, rejected: list[Attempt]) -> Stage | Any:
+def _build(factory: Any, state: JobState, rejected: list[Attempt]) -> Ending | Any:
     """The built model (a :class:`fxscope.trace.build.BuiltModel`), or the stage that ends the job."""
     from fxscope.trace.build import BuildError, build_model
 
@@ -57,8 +55,8 @@ def _build(factory: Any, state: JobState, rejected: list[Attempt]) -> Stage | An
             blocked = name_errors([cause], state.home)
             if blocked:
                 return _skip_for(context, blocked)
-            return body("error", [error_finding("FXS401", f"the factory raised {be}", cause, ctx_user,
-                                                context.fallback)]), cause
+            return ended("error", [error_finding("FXS401", f"the factory raised {be}", cause, ctx_user,
+                                                 context.fallback)]), cause
     automatic = build_class(factory, job.target, build, ctx_user, tuple(a.recipe for a in rejected))
     automatic.attempts[:0] = rejected
     if automatic.built is None:
@@ -68,10 +66,10 @@ def _build(factory: Any, state: JobState, rejected: list[Attempt]) -> Stage | An
         fatal = automatic.exhausted or parameterless_failure(factory, automatic)
         if fatal is not None:  # too large for the limits, or a constructor without parameters that raises
             message = f"the constructor raised {type(fatal).__name__}: {fatal}"
-            return body("error", [error_finding("FXS401", message, fatal, ctx_user, context.fallback)]), fatal
-        return body("skipped", [needs_arguments(job.target, automatic, ctx_user, context.fallback)]), None
+            return ended("error", [error_finding("FXS401", message, fatal, ctx_user, context.fallback)]), fatal
+        return ended("skipped", [needs_arguments(job.target, automatic, ctx_user, context.fallback)]), None
     assert automatic.recipe is not None
-    state.build = automatic.recipe.to_json()
+    state.build = automatic.recipe
     return automatic
 
 
@@ -89,9 +87,9 @@ def _inputs(built: Any, context: AnalysisContext) -> Mapping[str, Any] | None:
         return None
 
 
-def build_and_trace(factory: Any, state: JobState, rejected: list[Attempt]) -> Traced | Stage | Attempt:
+def build_and_trace(factory: Any, state: JobState, rejected: list[Attempt]) -> Traced | Ending | Attempt:
     """Build the target (a class: from its candidates, except the ``rejected`` ones) and run fx:
-    fx's report, the stage that ends the job (nothing built, the tracer failed, a name fxscope left
+    fx's outcome, the stage that ends the job (nothing built, the tracer failed, a name fxscope left
     unset), or the :class:`Attempt` of a build with invented values whose failure is their fault
     (the caller tries the next candidate)."""
     context = state.context
@@ -103,17 +101,17 @@ def build_and_trace(factory: Any, state: JobState, rejected: list[Attempt]) -> T
     state.device = built.device
     inputs = _inputs(built, context)
     result = REGISTRY["fx"].run(built, inputs, context)
-    report = result.report or body("traced", result.findings)
+    traced = result.outcome or ended("traced", result.findings)
     if result.error is not None:  # the tracer itself failed: its located answer ends the job
-        return report, result.error
-    codes = (f.get("message") for f in report.get("findings") or () if f.get("code") == "FXS107")
-    blocked = name_errors(codes, state.home)
+        return traced, result.error
+    blocked = name_errors((f.message for f in traced.findings if f.code == "FXS107"), state.home)
     if blocked:  # forward read a name fxscope left unset: not an error plain Python would have
         return _skip_for(context, blocked)
-    fault = build_fault(recipe, built.model, report.get("findings") or [], inputs)
+    fault = build_fault(recipe, built.model, [f.to_json() for f in traced.findings], inputs)
     if fault is not None and recipe is not None:  # the made-up values' fault, not the code's
         state.build = None
         return Attempt(recipe, fault)
     if recipe is not None and recipe.invented:
-        say_invented(report.get("findings") or [], recipe, context.job.target.qualname or "", context.is_user_file)
-    return Traced(report)
+        findings = say_invented(traced.findings, recipe, context.job.target.qualname or "", context.is_user_file)
+        traced = replace(traced, findings=findings)
+    return Traced(traced)

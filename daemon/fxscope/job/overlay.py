@@ -42,6 +42,10 @@ _real_root: str | None = None  # realpath of the workspace root + os.sep, once c
 _served: dict[str, str] = {}  # normalised path -> sha256 of the source bytes given to the compiler
 _sources: dict[str, str] = {}  # normalised path -> the Python source compiled for a file that is not one (a notebook)
 _modules: Modules | None = None  # the workspace modules read for judging scripts (workspace_modules)
+#: Runs a script's statements through the safe executor (``fxscope.job.safe_module.run_script``,
+#: given to :func:`serve_from_source`: this module does not import the executor, which imports it).
+ScriptRunner = Callable[[Any, ModuleType, str, Any], None]
+_run_script: ScriptRunner | None = None
 
 
 def _norm(path: str) -> str:
@@ -95,9 +99,9 @@ class OverlayLoader(importlib.machinery.SourceFileLoader):
 
         top = modules.toplevel(tree, self.name, os.path.basename(self.path) == "__init__.py", path)
         if is_script(tree, top=top):
-            from fxscope.job.safe_module import run_script
-
-            run_script(tree, module, self.path, top)
+            if _run_script is None:  # never run a script's work: refuse it instead
+                raise ImportError(f"{self.path} is a script and no safe executor is installed", path=self.path)
+            _run_script(tree, module, self.path, top)
             return
         exec(compile(tree, self.path, "exec", dont_inherit=True), module.__dict__)  # noqa: S102
 
@@ -257,13 +261,17 @@ def _read_workspace_file(path: str) -> str | bytes | None:
         return None
 
 
-def serve_from_source(is_user_file: Callable[[str], bool], root: str | None = None) -> None:
+def serve_from_source(is_user_file: Callable[[str], bool], root: str | None = None,
+                      run_script: ScriptRunner | None = None) -> None:
     """Load every module whose absolute ``.py`` path satisfies ``is_user_file`` from its source
     (or overlay), ignoring and never writing ``__pycache__``. With ``root``, such a module whose
     real path is outside ``root`` (a symlinked file or directory pointing elsewhere) is refused
-    with an ImportError: only files under the workspace root are imported."""
-    global _from_source, _real_root, _modules
+    with an ImportError: only files under the workspace root are imported. ``run_script`` runs a
+    script's statements safely (a script met without one is refused, never run)."""
+    global _from_source, _real_root, _modules, _run_script
     _from_source = is_user_file
+    if run_script is not None:
+        _run_script = run_script
     _modules = None
     if root is not None:
         _real_root = os.path.realpath(root).rstrip(os.sep) + os.sep

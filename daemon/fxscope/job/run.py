@@ -1,45 +1,49 @@
-"""One trace job, start to end: import the target, build it, run its analyses, assemble the result.
+"""One trace job, start to end: import the target, build it, run its analyses, return its typed
+:class:`~fxscope.model.outcome.TargetOutcome`.
 
-The result is a JSON dict: the trace report body (``status``, ``modules``, ``findings`` with
-absolute paths, ``graphs``, ``nodes``, ``forward_order``; ``compile``/``export`` summaries when
-those analyses ran) plus ``files`` (root-relative path -> sha256 of the content used), ``device``,
-``build`` (the recipe a class was built from), ``warnings`` and ``torch``. Import and build
-failures are findings (FXS402, FXS401) with status ``error``, never exceptions; a discovered class
-whose constructor takes arguments and raises without them is skipped (FXS405). When a module was
-missing, ``files`` also maps the places that would have provided it to ``"absent"`` (``dir/`` for
-a package directory; absolute when outside the root), so the result is stale once one of them
-appears. Workspace modules are compiled from their source, never from ``__pycache__``.
+The outcome holds the trace (``status``, ``modules``, ``findings`` with absolute paths, ``graphs``,
+``nodes``), the summaries of the analyses that ran (``analyses``), ``files`` (root-relative path ->
+sha256 of the content used), ``device``, ``build`` (the recipe a class was built from),
+``warnings`` and ``torch``. Import and build failures are findings (FXS402, FXS401) with status
+``error``, never exceptions; a discovered class whose constructor takes arguments and raises
+without them is skipped (FXS405). When a module was missing, ``files`` also maps the places that
+would have provided it to ``"absent"`` (``dir/`` for a package directory; absolute when outside
+the root), so the result is stale once one of them appears. Workspace modules are compiled from
+their source, never from ``__pycache__``.
 """
 
 from __future__ import annotations
 
 import sys
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any, Callable
 
-from fxscope.job.analyses import AnalysisContext, selected
+from fxscope.job.analyses import AnalysisContext, load_plugins, selected
 from fxscope.job.construct import Attempt
 from fxscope.job.failures import absent_candidates, error_finding, missing_module, user_file_predicate
 from fxscope.job.meta_build import Traced, build_and_trace
 from fxscope.job.overlay import serve_from_source
 from fxscope.job.real_build import run_real_analyses
+from fxscope.job.safe_module import run_script
 from fxscope.job.skips import import_of_skipped, skipped_findings, uses_skipped
-from fxscope.job.stages import JobState, body
+from fxscope.job.stages import Ending, JobState, ended
 from fxscope.job.target import import_target, prepare_process, rebound, target_module
 from fxscope.job.touched import error_files, touched_files
 from fxscope.job.trace_job import TraceJob
+from fxscope.model.location import Location
+from fxscope.model.outcome import TargetOutcome
 
 __all__ = ["run_job"]
 
-Stage = tuple[dict[str, Any], BaseException | None]
 
-
-def _finish(stage: Stage, state: JobState) -> dict[str, Any]:
-    """The stage's body with the job's fields and the files the result depends on."""
+def _finish(stage: Ending, state: JobState) -> TargetOutcome:
+    """The stage's outcome with the job's fields and the files the result depends on."""
     import torch
 
-    report, error = stage
+    outcome, error = stage
     root, is_user_file = state.context.job.root, state.context.is_user_file
     files = touched_files(Path(root))
     if error is not None:  # files that failed to import are not in sys.modules
@@ -48,16 +52,16 @@ def _finish(stage: Stage, state: JobState) -> dict[str, Any]:
     missing = missing_module(error)
     if missing:
         files.update(absent_candidates(missing, root))
-    report.update({"torch": torch.__version__, **state.fields(), "files": files})
-    return report
+    return replace(outcome, files=MappingProxyType(files), warnings=tuple(state.context.warnings),
+                   torch=torch.__version__, device=state.device, build=state.build)
 
 
-def _skipped(blocked: Mapping[str, Any], module: Any, state: JobState) -> Stage:
-    """The body of a target that reads names a statement fxscope did not run would set."""
-    return body("skipped", skipped_findings(state.context.job.target, blocked, module)), None
+def _skipped(blocked: Mapping[str, Any], module: Any, state: JobState) -> Ending:
+    """The outcome of a target that reads names a statement fxscope did not run would set."""
+    return ended("skipped", skipped_findings(state.context.job.target, blocked, module)), None
 
 
-def _import_failed(e: BaseException, state: JobState) -> Stage:
+def _import_failed(e: BaseException, state: JobState) -> Ending:
     """FXS402 at the failing line, or skipped when the failure is a statement fxscope did not run."""
     target = state.context.job.target
     module = sys.modules.get(target_module(target) or "")
@@ -70,10 +74,10 @@ def _import_failed(e: BaseException, state: JobState) -> Stage:
     msg = f"{type(e).__name__}: {e}" if not isinstance(e, SyntaxError) else f"SyntaxError: {e.msg}"
     context = state.context
     finding = error_finding("FXS402", f"could not import: {msg}", e, context.is_user_file, context.fallback)
-    return body("error", [finding]), e
+    return ended("error", [finding]), e
 
 
-def _import(state: JobState) -> Callable[[], Any] | Stage:
+def _import(state: JobState) -> Callable[[], Any] | Ending:
     """The target's class or factory, or the stage that ends the job (an import that failed, a
     class that reads what fxscope did not run, a name bound to something else)."""
     target = state.context.job.target
@@ -91,16 +95,17 @@ def _import(state: JobState) -> Callable[[], Any] | Stage:
         why = rebound(factory, target)
         if why:  # `Swish = nn.SiLU`: the name no longer names the class defined there
             state.context.warnings.append(why)
-            return body("skipped"), None
+            return ended("skipped"), None
     return factory
 
 
-def _analyse(factory: Callable[[], Any], state: JobState) -> Stage:
+def _analyse(factory: Callable[[], Any], state: JobState) -> Ending:
     """Run the target's analyses: fx on its meta build (retrying candidates whose invented values
     failed), then those on real tensors, each on a model of its own."""
-    analyses = selected(state.context.job.config, state.context.job.target.id)
+    context = state.context
+    analyses = selected(context.job.config, context.job.target.id, context.warnings)
     fx_ran = any(a.device == "meta" for a in analyses)
-    report: dict[str, Any] = body("traced")
+    traced = ended("traced")
     if fx_ran:
         rejected: list[Attempt] = []  # builds with invented values whose failure was the values' fault
         while True:
@@ -110,23 +115,24 @@ def _analyse(factory: Callable[[], Any], state: JobState) -> Stage:
             rejected.append(outcome)
         if not isinstance(outcome, Traced):
             return outcome
-        report = outcome.report
+        traced = outcome.outcome
     real = [a for a in analyses if a.device == "cpu"]
-    return run_real_analyses(factory, real, report, state, fx_ran), None
+    return run_real_analyses(factory, real, traced, state, fx_ran), None
 
 
-def run_job(job: TraceJob) -> dict[str, Any]:
+def run_job(job: TraceJob) -> TargetOutcome:
     """Import, build and analyse ``job``'s target (in this process, which the job may change: run
-    it in a child of its own); see the module docstring for the result's shape."""
+    it in a child of its own); see the module docstring for the outcome."""
     import torch
 
     # Parallelism comes from the pool's workers: one intra-op thread per child.
     torch.set_num_threads(1)
     prepare_process(job)
     is_user_file = user_file_predicate(job.root)
-    context = AnalysisContext(job, is_user_file, {"file": job.fallback_file, "line": job.fallback_line})
+    context = AnalysisContext(job, is_user_file, Location(job.fallback_file, max(job.fallback_line, 1)))
     state = JobState(context)
-    serve_from_source(is_user_file, root=job.root)
+    serve_from_source(is_user_file, root=job.root, run_script=run_script)
+    load_plugins(job.config, context.warnings)
     imported = _import(state)
     if isinstance(imported, tuple):
         return _finish(imported, state)

@@ -17,7 +17,9 @@ import types
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from fxscope.model.codes import CODES, finding_dict
+from fxscope.model.codes import CODES
+from fxscope.model.finding import Finding
+from fxscope.model.location import Location
 from fxscope.project.discovery import Target
 from fxscope.project.toplevel import dependencies
 from fxscope.job.module_patches import missing_attribute
@@ -97,7 +99,7 @@ def import_of_skipped(error: BaseException) -> tuple[Any, dict[str, Skipped]] | 
     return (module, {found.group(1): record}) if record is not None else None
 
 
-def skipped_findings(target: Target, blocked: Mapping[str, Skipped], module: Any) -> list[dict[str, Any]]:
+def skipped_findings(target: Target, blocked: Mapping[str, Skipped], module: Any) -> list[Finding]:
     """FXS407 at each statement ``target`` depends on (one per statement)."""
     default_file = getattr(module, "__file__", None) or ""
     owner = target.qualname if target.kind == "class" else target.factory
@@ -114,8 +116,8 @@ def skipped_findings(target: Target, blocked: Mapping[str, Skipped], module: Any
             message = (f"`{owner}` uses {quoted}, set by a statement fxscope does not run ({record.reason}), so "
                        f"`{owner}` is not built or traced")
         file = record.file or default_file  # the statement may be another module's (a script it imports)
-        where: dict[str, Any] = {"file": os.path.abspath(file), "line": record.line, "column": record.column}
-        if record.end_line == record.line:  # a block is shown at its first line
-            where.update(end_line=record.end_line, end_column=record.end_column)
-        findings.append(finding_dict("FXS407", message, hint=CODES["FXS407"].help, **where))
+        one_line = record.end_line == record.line  # a block is shown at its first line
+        where = Location(os.path.abspath(file), record.line, record.column, record.end_line if one_line else None,
+                         record.end_column if one_line else None)
+        findings.append(Finding("FXS407", CODES["FXS407"].severity, message, where, CODES["FXS407"].help))
     return findings

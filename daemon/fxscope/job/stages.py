@@ -1,36 +1,35 @@
-"""The result bodies a job can end with, and what a job carries from stage to stage."""
+"""What a job carries from stage to stage, and the outcome of a stage that ends it early."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from fxscope.job.analyses import AnalysisContext
+from fxscope.job.analyses import AnalysisContext, findings_of
+from fxscope.model.finding import Finding
+from fxscope.model.outcome import TargetOutcome
+from fxscope.model.recipe import Recipe
 
-__all__ = ["JobState", "body"]
+__all__ = ["Ending", "JobState", "ended", "findings_of"]
+
+#: A finished stage: the job's outcome so far, and the exception behind it (its files are
+#: dependencies of the result too), if any.
+Ending = tuple[TargetOutcome, BaseException | None]
 
 
-def body(status: str, findings: list[dict[str, Any]] | None = None) -> dict[str, Any]:
-    """A result body with no traced module: ``status`` and ``findings``."""
-    return {"status": status, "modules": [], "nodes": 0, "findings": list(findings or [])}
+def ended(status: str, findings: Iterable[Mapping[str, Any] | Finding] = ()) -> TargetOutcome:
+    """The outcome of a job that ends with no traced module: ``status`` and ``findings``."""
+    return TargetOutcome(status, findings=findings_of(findings))
 
 
 @dataclass
 class JobState:
     """A job in progress: the analysis context (its warnings are the result's), the device the
-    fx model was built on, the recipe it was built from (JSON), and the workspace module that
-    defines the target (to tell a name fxscope left unset from a real error)."""
+    fx model was built on, the recipe it was built from, and the workspace module that defines
+    the target (to tell a name fxscope left unset from a real error)."""
 
     context: AnalysisContext
     home: Any = None
     device: str | None = None
-    build: dict[str, Any] | None = None
-
-    def fields(self) -> dict[str, Any]:
-        """What every result carries besides its body: warnings, and device and build once known."""
-        out: dict[str, Any] = {"warnings": self.context.warnings}
-        if self.device is not None:
-            out["device"] = self.device
-        if self.build is not None:
-            out["build"] = self.build
-        return out
+    build: Recipe | None = None

@@ -35,11 +35,14 @@ def _plural(n: int, word: str) -> str:
 
 
 def lens_title(summary: ClassSummary, untraceable_lines: int) -> str:
-    """The one-line summary of a class, and how fxscope built it when it did so on its own from
-    something other than its defaults (``traced · 42 nodes · built as in README.md:42``)."""
+    """The one-line summary of a class, how fxscope built it when it did so on its own from
+    something other than its defaults (``traced · 42 nodes · built as in README.md:42``), and the
+    headline of each analysis its target ran (``· export: exported``)."""
     title = _status_title(summary, untraceable_lines)
     if summary.provenance:
         title += f" · built {summary.provenance}"
+    for name, analysis in summary.analyses.items():  # what each analysis says, as it words it
+        title += f" · {name}: {analysis.headline}"
     return title
 
 

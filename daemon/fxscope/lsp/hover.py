@@ -157,6 +157,7 @@ def class_markdown(summary: ClassSummary, target_status: dict[str, str], markdow
         lines.append(f"- built as {tick}{summary.build}{tick} {summary.provenance or ''}".rstrip())
     if summary.reason:
         lines.append(f"- {summary.reason}")
+    lines += [f"- {s.line(name)}" for name, s in summary.analyses.items()]
     return "\n".join(lines)
 
 

@@ -14,7 +14,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from fxscope.model.codes import SEVERITIES
 from fxscope.model.location import Location, Scope
+from fxscope.model.wire import WireError, items, need, opt, strings
 
 __all__ = ["Finding"]
 
@@ -79,21 +81,29 @@ class Finding:
         return out
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any], *, target: str | None = None) -> Finding:
+    def from_json(cls, data: Mapping[str, Any], *, target: str | None = None, where: str = "finding") -> Finding:
         """Read a schema ``finding`` dict; ``target`` (when given) is the target that saw it (a
-        worker body's findings have no ``target`` of their own)."""
+        worker body's findings have no ``target`` of their own). Raises
+        :class:`~fxscope.model.wire.WireError` (naming ``where``) when it is malformed."""
+        location = Location.from_json(data, where)
+        code = need(data, "code", str, where)
+        if not (len(code) == 6 and code.startswith("FXS") and code[3:].isdigit()):
+            raise WireError(f"{where}: code {code!r} is not a finding code")
+        severity = data.get("severity")
+        if not (isinstance(severity, str) and severity in SEVERITIES):
+            raise WireError(f"{where}: 'severity' is missing" if "severity" not in data else f"{where}: bad severity")
         anchor = data.get("anchor")
-        hint = data.get("hint")
         return cls(
-            code=str(data["code"]),
-            severity=str(data["severity"]),
-            message=str(data["message"]),
-            location=Location.from_json(data),
-            hint=str(hint) if hint is not None else None,
-            target=target if target is not None else str(data.get("target") or ""),
-            scopes=tuple(Scope.from_json(s) for s in data.get("scopes") or ()),
-            anchor=Location.from_json(anchor) if anchor else None,
-            related=tuple(Location.related_from_json(r) for r in data.get("related") or ()),
-            targets=tuple(str(t) for t in data.get("targets") or ()),
-            sites=tuple(cls.from_json(s) for s in data.get("sites") or ()),
+            code=code,
+            severity=severity,
+            message=need(data, "message", str, where),
+            location=location,
+            hint=opt(data, "hint", str, where),
+            target=target if target is not None else (opt(data, "target", str, where) or ""),
+            scopes=tuple(Scope.from_json(s, f"{where}.scopes[{i}]") for i, s in enumerate(items(data, "scopes", where))),
+            anchor=Location.from_json(anchor, f"{where}.anchor") if anchor else None,
+            related=tuple(Location.related_from_json(r, f"{where}.related[{i}]")
+                          for i, r in enumerate(items(data, "related", where))),
+            targets=strings(data, "targets", where),
+            sites=tuple(cls.from_json(s, where=f"{where}.sites[{i}]") for i, s in enumerate(items(data, "sites", where))),
         )

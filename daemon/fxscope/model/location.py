@@ -22,6 +22,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
+from fxscope.model.wire import WireError, need, opt, opt_position, position
+
 __all__ = ["Location", "Scope", "is_absolute"]
 
 
@@ -29,10 +31,6 @@ def is_absolute(file: str) -> bool:
     """Whether a location's ``file`` is absolute (posix, or a Windows drive path): outside the
     workspace, whose files are root-relative."""
     return file.startswith("/") or (len(file) > 2 and file[1] == ":" and file[2] in "\\/")
-
-
-def _opt_int(value: Any) -> int | None:
-    return None if value is None else int(value)
 
 
 @dataclass(frozen=True)
@@ -65,27 +63,24 @@ class Location:
         return out
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> Location:
-        """Read a ``location`` dict (also a finding or node dict: only its location keys)."""
-        message = data.get("message") if "code" not in data else None
-        return cls(
-            file=str(data["file"]),
-            line=int(data["line"]),
-            column=_opt_int(data.get("column")),
-            end_line=_opt_int(data.get("end_line")),
-            end_column=_opt_int(data.get("end_column")),
-            message=str(message) if message is not None else None,
-            cell=_opt_int(data.get("cell")),
-        )
+    def from_json(cls, data: Mapping[str, Any], where: str = "location") -> Location:
+        """Read a ``location`` dict (also a finding or node dict: only its location keys); raises
+        :class:`~fxscope.model.wire.WireError` when a key has the wrong type."""
+        if not isinstance(data, Mapping):
+            raise WireError(f"{where}: not an object")
+        message = opt(data, "message", str, where) if "code" not in data else None
+        return cls(need(data, "file", str, where), position(data, "line", where),
+                   opt_position(data, "column", where), opt_position(data, "end_line", where),
+                   opt_position(data, "end_column", where), message, None, opt_position(data, "cell", where))
 
     @classmethod
-    def related_from_json(cls, data: Mapping[str, Any]) -> Location:
+    def related_from_json(cls, data: Mapping[str, Any], where: str = "related") -> Location:
         """Read a call-chain entry (a finding's ``related[]``): a location with its ``message``
         and, in a finding merged across targets, its ``target`` (a graph node's ``target`` is
         its callee, so :meth:`from_json` never reads that key)."""
-        loc = cls.from_json(data)
-        target = data.get("target")
-        return replace(loc, target=str(target)) if target is not None else loc
+        loc = cls.from_json(data, where)
+        target = opt(data, "target", str, where)
+        return replace(loc, target=target) if target is not None else loc
 
     @property
     def outside(self) -> bool:
@@ -114,7 +109,8 @@ class Scope:
         return out
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> Scope:
+    def from_json(cls, data: Mapping[str, Any], where: str = "scope") -> Scope:
         """Read a ``scopes`` entry."""
-        target = data.get("target")
-        return cls(str(data["path"]), str(data["type"]), str(target) if target is not None else None)
+        if not isinstance(data, Mapping):
+            raise WireError(f"{where}: not an object")
+        return cls(need(data, "path", str, where), need(data, "type", str, where), opt(data, "target", str, where))

@@ -9,9 +9,11 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any
 
+from fxscope.model.analysis import AnalysisSummary
 from fxscope.model.finding import Finding
 from fxscope.model.location import Location
 
@@ -96,7 +98,8 @@ class ClassSummary:
     ``reason``: why it was skipped or failed, when it was; ``build`` and ``provenance``: how
     fxscope built its target on its own (``ViT(dim=64)``, ``as in README.md:42``), when it did so
     from something other than the constructor's defaults; ``reason_code``: the code of the finding
-    that says why it was skipped (``FXS405``, ``FXS407``)."""
+    that says why it was skipped (``FXS405``, ``FXS407``); ``analyses``: the summaries of the
+    analyses its own target ran (by name)."""
 
     file: str
     line: int
@@ -112,6 +115,7 @@ class ClassSummary:
     build: str | None = None
     provenance: str | None = None
     reason_code: str | None = None
+    analyses: Mapping[str, AnalysisSummary] = field(default_factory=lambda: MappingProxyType({}))
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-able dict of every field."""
@@ -120,7 +124,8 @@ class ClassSummary:
                 "nodes": self.nodes, "instances": list(self.instances),
                 "leaf_children": list(self.leaf_children), "findings": self.findings,
                 "reason": self.reason, "build": self.build, "provenance": self.provenance,
-                "reason_code": self.reason_code}
+                "reason_code": self.reason_code,
+                "analyses": {name: summary.to_json() for name, summary in self.analyses.items()}}
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> ClassSummary:
@@ -133,6 +138,8 @@ class ClassSummary:
             leaf_children=tuple(data.get("leaf_children") or ()),
             findings=int(data.get("findings", 0)), reason=data.get("reason"),
             build=data.get("build"), provenance=data.get("provenance"), reason_code=data.get("reason_code"),
+            analyses=MappingProxyType({str(k): AnalysisSummary.from_json(v, f"analyses.{k}")
+                                       for k, v in (data.get("analyses") or {}).items()}),
         )
 
 

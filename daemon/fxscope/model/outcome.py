@@ -1,10 +1,10 @@
 """A target's outcome as typed data: what one trace (or the cache) says about one target.
 
-A worker answers with a JSON body (the report schema's target fields plus ``findings``,
-``graphs``, ``files`` and ``warnings``); the engine checks its shape
-(:func:`fxscope.engine.payload.payload_problem`) and reads it once into a :class:`TargetOutcome`.
-Every layer above works with the typed outcome; the JSON is written again only for the cache and
-the report.
+A job builds a :class:`TargetOutcome` in its child and sends :meth:`TargetOutcome.to_json` (the
+report schema's target fields plus ``findings``, ``graphs``, ``files`` and ``warnings``); the engine
+reads it back with one strict :meth:`TargetOutcome.from_json`, which raises
+:class:`~fxscope.model.wire.WireError` on anything malformed. Every layer above works with the typed
+outcome; the JSON is written again only for the cache and the report.
 
 >>> body = {"status": "traced", "nodes": 2, "modules": [{"path": "", "type": "m.Net", "status": "traced",
 ...     "params": 0, "file": "m.py", "line": 3}], "findings": [], "graphs": [{"module": "", "nodes": [
@@ -25,13 +25,15 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, overload
 
+from fxscope.model.analysis import AnalysisSummary
 from fxscope.model.finding import Finding
 from fxscope.model.location import Location
 from fxscope.model.nodes import NodeInfo
 from fxscope.model.recipe import Recipe
+from fxscope.model.wire import WireError, count, items, need, only, opt, opt_position, position, strings
 
-__all__ = ["ANALYSIS_FX", "MODULE_STATUSES", "STATUSES", "CompileSummary", "ExportSummary", "GraphInfo", "Graphs",
-           "ModuleInfo", "TargetOutcome"]
+__all__ = ["ANALYSIS_FX", "MODULE_STATUSES", "STATUSES", "AnalysisSummary", "GraphInfo", "Graphs", "ModuleInfo",
+           "TargetOutcome", "check_graph"]
 
 #: Status of a target (the report schema's ``target.status``).
 STATUSES = ("traced", "partial", "failed", "error", "skipped")
@@ -39,15 +41,13 @@ STATUSES = ("traced", "partial", "failed", "error", "skipped")
 MODULE_STATUSES = ("traced", "leaf", "failed", "unvisited")
 
 _NO_FILES: Mapping[str, str] = MappingProxyType({})
+_NO_ANALYSES: Mapping[str, AnalysisSummary] = MappingProxyType({})
+_OPS = frozenset({"placeholder", "get_attr", "call_function", "call_method", "call_module", "output"})
+_LOCATION_KEYS = ("file", "line", "column", "end_line", "end_column")
 
-#: The ``analysis`` of an FX graph that fxscope's tracer made (a graph torch.compile captured is
-#: ``"compile"``).
+#: The ``analysis`` of an FX graph that fxscope's tracer made (a graph another analysis captured
+#: carries that analysis's name).
 ANALYSIS_FX = "fx"
-
-
-def _cell(data: Mapping[str, Any]) -> int | None:
-    cell = data.get("cell")
-    return cell if isinstance(cell, int) and not isinstance(cell, bool) else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,11 +78,23 @@ class ModuleInfo:
         return out
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> ModuleInfo:
-        """Read a ``modules[]`` entry."""
-        located = data.get("file") and data.get("line")
-        return cls(str(data["path"]), str(data["type"]), str(data["status"]), int(data.get("params") or 0),
-                   Location(str(data["file"]), int(data["line"]), cell=_cell(data)) if located else None)
+    def from_json(cls, data: Any, where: str = "module") -> ModuleInfo:
+        """Read a ``modules[]`` entry (strict; a model has hundreds, most without a location,
+        which are read without building messages)."""
+        if type(data) is dict and type(data.get("path")) is str and type(data.get("type")) is str:
+            status, params = data.get("status"), data.get("params")
+            if (type(status) is str and status in MODULE_STATUSES and (params is None or type(params) is int
+                    and params >= 0) and all(key not in data for key in _LOCATION_KEYS)):
+                return cls(data["path"], data["type"], status, params or 0)
+        if not isinstance(data, dict):
+            raise WireError(f"{where}: not an object")
+        path, type_ = need(data, "path", str, where), need(data, "type", str, where)
+        status = data.get("status")
+        if not (isinstance(status, str) and status in MODULE_STATUSES):
+            raise WireError(f"{where}: bad status")
+        params = count(data, "params", where)
+        located = "file" in data or "line" in data
+        return cls(path, type_, status, params, Location.from_json(data, where) if located else None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,6 +128,58 @@ class GraphInfo:
             where = Location(str(ends["file"]), int(ends["line"]), message=str(ends.get("reason") or ""))
         return cls(module, tuple(NodeInfo.from_json(n, target=target, graph=module) for n in data.get("nodes") or ()),
                    str(data.get("analysis") or ANALYSIS_FX), where)
+
+
+def _plain_node(node: Any) -> bool:
+    """A well-formed node (a graph has thousands): strings, a known op and, if located, a file and
+    a line number; anything else is described by :func:`check_graph`."""
+    if type(node) is not dict:
+        return False
+    op = node.get("op")
+    if type(op) is not str or op not in _OPS:
+        return False
+    for key in ("name", "target", "scope", "scope_type"):
+        if type(node.get(key)) is not str:
+            return False
+    if "file" not in node and "line" not in node:
+        located = True
+    else:
+        file, line = node.get("file"), node.get("line")
+        located = type(file) is str and type(line) is int and line >= 1
+    return located and all(node.get(k) is None for k in ("column", "end_line", "end_column"))
+
+
+def check_graph(g: Any, where: str) -> None:
+    """Raise :class:`~fxscope.model.wire.WireError` unless ``g`` is a well-formed ``graphs[]``
+    entry (its nodes are read into :class:`NodeInfo` on first use, see :class:`Graphs`)."""
+    if not isinstance(g, dict):
+        raise WireError(f"{where}: not an object")
+    need(g, "module", str, where)
+    opt(g, "analysis", str, where)
+    ends = g.get("ends")
+    if ends is not None:
+        if not isinstance(ends, dict):
+            raise WireError(f"{where}.ends: not an object")
+        if "file" in ends or "line" in ends:
+            need(ends, "file", str, f"{where}.ends")
+            position(ends, "line", f"{where}.ends")
+        opt(ends, "reason", str, f"{where}.ends")
+    for i, node in enumerate(need(g, "nodes", list, where)):
+        if _plain_node(node):
+            continue
+        at = f"{where}.nodes[{i}]"
+        if not isinstance(node, dict):
+            raise WireError(f"{at}: not an object")
+        for key in ("name", "target", "scope", "scope_type"):
+            need(node, key, str, at)
+        op = node.get("op")
+        if not isinstance(op, str) or op not in _OPS:
+            raise WireError(f"{at}: bad op")
+        if "file" in node or "line" in node:
+            need(node, "file", str, at)
+            position(node, "line", at)
+        for key in ("column", "end_line", "end_column"):
+            opt_position(node, key, at)
 
 
 class Graphs(Sequence[GraphInfo]):
@@ -181,52 +245,9 @@ class Graphs(Sequence[GraphInfo]):
         return [g.to_json() for g in self._graphs()]
 
 
-@dataclass(frozen=True)
-class CompileSummary:
-    """What the compile analysis measured: the ``graphs`` torch.compile captured on the first call,
-    the places it broke the graph (``breaks``), the functions it ``recompiled`` for a second batch
-    size, the ``dynamic`` setting (``"auto"``, true or false) and how long it took."""
-
-    graphs: int
-    breaks: int
-    recompiles: int
-    dynamic: str | bool = "auto"
-    duration_ms: float = 0.0
-
-    def to_json(self) -> dict[str, Any]:
-        """The body's ``compile`` object."""
-        return {"graphs": self.graphs, "breaks": self.breaks, "recompiles": self.recompiles,
-                "dynamic": self.dynamic, "duration_ms": self.duration_ms}
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> CompileSummary:
-        """Read a ``compile`` object."""
-        dynamic = data.get("dynamic", "auto")
-        return cls(int(data.get("graphs") or 0), int(data.get("breaks") or 0), int(data.get("recompiles") or 0),
-                   dynamic if isinstance(dynamic, bool) else str(dynamic), float(data.get("duration_ms") or 0.0))
-
-
-@dataclass(frozen=True)
-class ExportSummary:
-    """What the export analysis found: whether the model ``exported``, in ``strict`` mode, with a
-    dynamic batch (``dynamic_batch``), how many ``problems`` it reported and how long it took."""
-
-    exported: bool
-    strict: bool = False
-    dynamic_batch: bool = False
-    problems: int = 0
-    duration_ms: float = 0.0
-
-    def to_json(self) -> dict[str, Any]:
-        """The body's ``export`` object."""
-        return {"exported": self.exported, "strict": self.strict, "dynamic_batch": self.dynamic_batch,
-                "problems": self.problems, "duration_ms": self.duration_ms}
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> ExportSummary:
-        """Read an ``export`` object."""
-        return cls(bool(data.get("exported")), bool(data.get("strict")), bool(data.get("dynamic_batch")),
-                   int(data.get("problems") or 0), float(data.get("duration_ms") or 0.0))
+#: The fields of a result body (what a job returns and the cache stores).
+_BODY_KEYS = frozenset({"status", "nodes", "modules", "findings", "graphs", "files", "warnings", "output", "torch",
+                        "device", "fault", "build", "build_key", "covered_by", "analyses"})
 
 
 @dataclass(frozen=True)
@@ -239,8 +260,8 @@ class TargetOutcome:
     ``files``: root-relative path -> content hash of every file the trace read; ``warnings``:
     one-line configuration warnings; ``output``: the tail of what the job printed; ``torch``: the
     version that traced it; ``device``: where the model was built; ``fault``: the kind of worker
-    fault (timeout, crash, ...) when the outcome is one; ``compile`` and ``export``: the summaries
-    of those analyses when they ran.
+    fault (timeout, crash, ...) when the outcome is one; ``analyses``: analysis name -> its
+    :class:`AnalysisSummary`, for the analyses that ran and have one.
     """
 
     status: str
@@ -260,33 +281,49 @@ class TargetOutcome:
     build: Recipe | None = None
     build_key: str | None = None
     covered_by: str | None = None
-    compile: CompileSummary | None = None
-    export: ExportSummary | None = None
+    analyses: Mapping[str, AnalysisSummary] = field(default_factory=lambda: _NO_ANALYSES)
 
     @classmethod
-    def from_json(cls, body: Mapping[str, Any], *, target: str = "") -> TargetOutcome:
-        """Read a well-formed result body (see ``fxscope.engine.payload.payload_problem``); every
-        finding gets ``target`` as its target, every graph node as its ``target_id``."""
+    def from_json(cls, body: Any, *, target: str = "") -> TargetOutcome:
+        """Read a result body, strictly: a field that is unknown, missing or of the wrong type
+        raises :class:`~fxscope.model.wire.WireError` saying where (a body comes from a process
+        that ran model code, or from a cache file anyone can edit). Every finding gets ``target``
+        as its target, every graph node as its ``target_id``; graphs are checked here and read
+        into typed nodes on first use."""
+        body = only(body, _BODY_KEYS, "result")
+        status = body.get("status")
+        if not (isinstance(status, str) and status in STATUSES):
+            raise WireError(f"status {status!r} is not one of {sorted(STATUSES)}")
         graphs = body.get("graphs")
+        if graphs is not None:
+            for i, g in enumerate(items(body, "graphs", "result")):
+                check_graph(g, f"graphs[{i}]")
         files = body.get("files")
-
-        def text(key: str) -> str | None:
-            value = body.get(key)
-            return value if isinstance(value, str) else None
-
+        if files is not None and not (isinstance(files, dict) and all(
+                isinstance(k, str) and isinstance(v, str) for k, v in files.items())):
+            raise WireError("'files' is not a map of paths to hashes")
+        try:
+            build = Recipe.from_json(body["build"]) if body.get("build") is not None else None
+        except ValueError as e:
+            raise WireError(f"'build' is not a recipe ({e})") from None
+        analyses = body.get("analyses", {})
+        if not isinstance(analyses, dict):
+            raise WireError("'analyses' is not an object")
         return cls(
-            status=str(body.get("status", "error")),
-            nodes=int(body.get("nodes") or 0),
-            modules=tuple(ModuleInfo.from_json(m) for m in body.get("modules") or ()),
-            findings=tuple(Finding.from_json(f, target=target or None) for f in body.get("findings") or ()),
-            graphs=Graphs(json=graphs, target=target) if isinstance(graphs, list) else None,
-            files=MappingProxyType(dict(files)) if isinstance(files, dict) else _NO_FILES,
-            warnings=tuple(str(w) for w in body.get("warnings") or ()),
-            output=text("output"), torch=text("torch"), device=text("device"), fault=text("fault"),
-            build=Recipe.from_json(body["build"]) if isinstance(body.get("build"), dict) else None,
-            build_key=text("build_key"), covered_by=text("covered_by"),
-            compile=CompileSummary.from_json(body["compile"]) if isinstance(body.get("compile"), Mapping) else None,
-            export=ExportSummary.from_json(body["export"]) if isinstance(body.get("export"), Mapping) else None,
+            status=status,
+            nodes=count(body, "nodes", "result"),
+            modules=tuple(ModuleInfo.from_json(m, f"modules[{i}]") for i, m in enumerate(items(body, "modules", "result"))),
+            findings=tuple(Finding.from_json(f, target=target or None, where=f"findings[{i}]")
+                           for i, f in enumerate(items(body, "findings", "result"))),
+            graphs=Graphs(json=graphs, target=target) if graphs is not None else None,
+            files=MappingProxyType(dict(files)) if files else _NO_FILES,
+            warnings=strings(body, "warnings", "result"),
+            output=opt(body, "output", str, "result"), torch=opt(body, "torch", str, "result"),
+            device=opt(body, "device", str, "result"), fault=opt(body, "fault", str, "result"),
+            build=build, build_key=opt(body, "build_key", str, "result"),
+            covered_by=opt(body, "covered_by", str, "result"),
+            analyses=MappingProxyType({str(name): AnalysisSummary.from_json(value, f"analyses.{name}")
+                                       for name, value in analyses.items()}) if analyses else _NO_ANALYSES,
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -304,10 +341,8 @@ class TargetOutcome:
                 out[key] = value
         if self.build is not None:
             out["build"] = self.build.to_json()
-        if self.compile is not None:
-            out["compile"] = self.compile.to_json()
-        if self.export is not None:
-            out["export"] = self.export.to_json()
+        if self.analyses:
+            out["analyses"] = {name: s.to_json() for name, s in self.analyses.items()}
         return out
 
     @property

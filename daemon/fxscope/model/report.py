@@ -1,11 +1,11 @@
-"""The version-1 report as typed data: what ``fxscope check`` computed, before it is printed.
+"""The report as typed data: what ``fxscope check`` computed, before it is printed.
 
 :func:`fxscope.report.build.build_report` makes it from typed outcomes; the filters
 (:mod:`fxscope.report.filters`, :mod:`fxscope.report.baseline`) return new reports; the output
 formats read it, and ``--format json`` prints :meth:`Report.to_json`, the document that
 ``report.schema.json`` describes.
 
->>> doc = {"version": 1, "tool": {"name": "fxscope", "version": "0.1"}, "torch": "2.3", "root": "/w",
+>>> doc = {"version": 2, "tool": {"name": "fxscope", "version": "0.1"}, "torch": "2.3", "root": "/w",
 ...        "targets": [{"id": "m.py::Net", "kind": "class", "file": "m.py", "line": 3, "status": "traced",
 ...                     "modules": []}],
 ...        "findings": [], "summary": {"targets": 1, "by_status": {"traced": 1}, "by_severity": {},
@@ -24,14 +24,16 @@ from typing import Any
 
 from fxscope import __version__
 from fxscope.model.finding import Finding
-from fxscope.model.outcome import CompileSummary, ExportSummary, Graphs, ModuleInfo
+from fxscope.model.analysis import AnalysisSummary
+from fxscope.model.outcome import Graphs, ModuleInfo
 from fxscope.model.recipe import Recipe
 from fxscope.model.sandbox import SandboxStatus
 
 __all__ = ["REPORT_VERSION", "Report", "ReportTarget", "Summary"]
 
-#: The ``version`` of the report document.
-REPORT_VERSION = 1
+#: The ``version`` of the report document (2: a target's analysis summaries are under ``analyses``,
+#: one generic object per analysis; version 1 documents are still read, without them).
+REPORT_VERSION = 2
 
 
 def _counts(value: Any) -> Mapping[str, int]:
@@ -42,7 +44,7 @@ def _counts(value: Any) -> Mapping[str, int]:
 class ReportTarget:
     """One checked target: where it is defined, how it ended and what it holds (schema
     ``targets[]``). ``graphs`` is set only when the graphs were asked for (``--graphs``);
-    ``compile`` and ``export`` when those analyses ran."""
+    ``analyses``: the summary of each analysis that ran and has one."""
 
     id: str
     kind: str
@@ -54,8 +56,7 @@ class ReportTarget:
     nodes: int = 0
     modules: tuple[ModuleInfo, ...] = ()
     graphs: Graphs | None = None
-    compile: CompileSummary | None = None
-    export: ExportSummary | None = None
+    analyses: Mapping[str, AnalysisSummary] = field(default_factory=lambda: MappingProxyType({}))
     #: How fxscope built a class target on its own (its provenance), when it did.
     build: Recipe | None = None
     #: In a notebook: the cell whose lines ``line`` counts (set when the report is shown).
@@ -72,23 +73,21 @@ class ReportTarget:
             out["build"] = self.build.to_json()
         if self.graphs is not None:
             out["graphs"] = self.graphs.to_json()
-        if self.compile is not None:
-            out["compile"] = self.compile.to_json()
-        if self.export is not None:
-            out["export"] = self.export.to_json()
+        if self.analyses:
+            out["analyses"] = {name: summary.to_json() for name, summary in self.analyses.items()}
         return out
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> ReportTarget:
         """Read a schema ``target`` object."""
         graphs = data.get("graphs")
-        compiled, exported = data.get("compile"), data.get("export")
+        analyses = data.get("analyses")
         return cls(str(data["id"]), str(data["kind"]), str(data["file"]), int(data["line"]),
                    str(data["status"]), bool(data.get("cached", False)), float(data.get("duration_ms") or 0.0),
                    int(data.get("nodes") or 0), tuple(ModuleInfo.from_json(m) for m in data.get("modules") or ()),
                    Graphs(json=graphs, target=str(data["id"])) if isinstance(graphs, list) else None,
-                   CompileSummary.from_json(compiled) if isinstance(compiled, Mapping) else None,
-                   ExportSummary.from_json(exported) if isinstance(exported, Mapping) else None,
+                   MappingProxyType({str(k): AnalysisSummary.from_json(v, f"analyses.{k}") for k, v in analyses.items()})
+                   if isinstance(analyses, Mapping) else MappingProxyType({}),
                    Recipe.from_json(data["build"]) if isinstance(data.get("build"), dict) else None,
                    int(data["cell"]) if isinstance(data.get("cell"), int) else None)
 
@@ -145,7 +144,7 @@ class Report:
     sandbox: SandboxStatus | None = None
 
     def to_json(self) -> dict[str, Any]:
-        """The report document (``report.schema.json`` version 1)."""
+        """The report document (``report.schema.json``, version :data:`REPORT_VERSION`)."""
         return {
             "version": REPORT_VERSION,
             "tool": {"name": "fxscope", "version": self.tool_version or __version__},

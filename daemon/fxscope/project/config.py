@@ -23,7 +23,7 @@ import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Union
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -53,10 +53,19 @@ DEFAULT_EXCLUDE: tuple[str, ...] = (
 )
 
 _DEVICES = ("meta", "cpu")
-#: The analyses of a target: fx symbolic tracing, torch.compile (graph breaks, recompilations),
-#: torch.export (export failures); ``analyses`` lists which run, ``["fx"]`` by default.
+#: The analyses fxscope ships (fx symbolic tracing, torch.compile, torch.export; see
+#: ``fxscope.job.analyses``); ``analyses`` lists which run, ``["fx"]`` by default. With ``plugins``
+#: a workspace adds analyses of its own, named the same way.
 ANALYSES = ("fx", "compile", "export")
 _DEFAULT_ANALYSES = ("fx",)
+#: A setting of an analysis option, as TOML gives it.
+OptionValue = Union[str, int, float, bool]
+#: Older top-level keys, kept as aliases of an analysis's option: key -> (analysis, option, the
+#: value that means its default: set to it, the alias changes nothing, not even the fingerprint).
+OPTION_ALIASES: dict[str, tuple[str, str, OptionValue]] = {
+    "compile-dynamic": ("compile", "dynamic", "auto"), "export-strict": ("export", "strict", False),
+    "export-dynamic-batch": ("export", "dynamic-batch", False)}
+_ANALYSIS_NAME_RE = re.compile(r"[a-z][a-z0-9_-]*\Z")
 _MIN_MEMORY_MB = 256
 _MAX_MEMORY_MB = 1 << 24  # 16 TiB: a larger address-space limit overflows setrlimit
 _TABLE = "[tool.fxscope]"
@@ -140,12 +149,13 @@ class Config:
     workers: int | None = None
     cache_dir: Path | None = None
     memory_limit_mb: int = 4096
-    #: Which analyses run per target (see :data:`ANALYSES`), and their options: torch.compile's
-    #: ``dynamic`` (None: its automatic default), strict export, and export with a dynamic batch.
+    #: Which analyses run per target (see :data:`ANALYSES`); their settings (analysis name ->
+    #: option -> value, from ``[tool.fxscope.analysis.<name>]`` tables and the aliases of
+    #: :data:`OPTION_ALIASES`; each analysis declares and checks its options); the modules that
+    #: register more analyses (``plugins``).
     analyses: tuple[str, ...] = _DEFAULT_ANALYSES
-    compile_dynamic: bool | None = None
-    export_strict: bool = False
-    export_dynamic_batch: bool = False
+    analysis_options: Mapping[str, Mapping[str, OptionValue]] = field(default_factory=dict, hash=False)
+    plugins: tuple[str, ...] = ()
     #: Run user code in the OS sandbox (``sandbox = false`` in [tool.fxscope], or ``--no-sandbox``).
     sandbox: bool = True
 
@@ -179,12 +189,10 @@ class Config:
         out: dict[str, Any] = {}
         if self.analyses != _DEFAULT_ANALYSES:
             out["analyses"] = list(self.analyses)
-        if self.compile_dynamic is not None:
-            out["compile_dynamic"] = self.compile_dynamic
-        if self.export_strict:
-            out["export_strict"] = True
-        if self.export_dynamic_batch:
-            out["export_dynamic_batch"] = True
+        if self.analysis_options:
+            out["analysis_options"] = {k: dict(v) for k, v in self.analysis_options.items() if v}
+        if self.plugins:
+            out["plugins"] = list(self.plugins)
         if not self.sandbox:  # what user code may do changes what it does
             out["sandbox"] = False
         return out
@@ -195,12 +203,34 @@ class Config:
         own = next((t.analyses for t in self.targets if t.name == target_id), None)
         return own if own is not None else self.analyses
 
+    def analysis_settings(self, name: str) -> Mapping[str, OptionValue]:
+        """The configured options of analysis ``name`` (its table and the aliases)."""
+        return self.analysis_options.get(name) or {}
+
     @property
-    def uses_pt2(self) -> bool:
-        """Whether any target runs the compile or export analysis (the worker then imports
-        ``torch._dynamo`` and ``torch.export`` once, before it forks)."""
-        wanted = {"compile", "export"}
-        return bool(wanted & set(self.analyses)) or any(wanted & set(t.analyses or ()) for t in self.targets)
+    def all_analyses(self) -> tuple[str, ...]:
+        """Every analysis some target runs (the worker warms each one up once, before it forks)."""
+        names = dict.fromkeys(self.analyses)
+        for t in self.targets:
+            names.update(dict.fromkeys(t.analyses or ()))
+        return tuple(names)
+
+    # The older settings, read through their aliases.
+    @property
+    def compile_dynamic(self) -> bool | None:
+        """torch.compile's ``dynamic`` (None: its automatic default); alias ``compile-dynamic``."""
+        value = self.analysis_settings("compile").get("dynamic", "auto")
+        return None if value == "auto" else bool(value)
+
+    @property
+    def export_strict(self) -> bool:
+        """Strict export; alias ``export-strict``."""
+        return bool(self.analysis_settings("export").get("strict", False))
+
+    @property
+    def export_dynamic_batch(self) -> bool:
+        """Export with a dynamic batch; alias ``export-dynamic-batch``."""
+        return bool(self.analysis_settings("export").get("dynamic-batch", False))
 
     def fingerprint(self) -> str:
         """sha256 hex of everything that can change a trace result (paths root-relative;
@@ -244,9 +274,8 @@ class Config:
             cache_dir=None if data.get("cache_dir") is None else Path(data["cache_dir"]),
             memory_limit_mb=int(data["memory_limit_mb"]),
             analyses=tuple(data.get("analyses") or _DEFAULT_ANALYSES),
-            compile_dynamic=data.get("compile_dynamic"),
-            export_strict=bool(data.get("export_strict", False)),
-            export_dynamic_batch=bool(data.get("export_dynamic_batch", False)),
+            analysis_options={str(k): dict(v) for k, v in (data.get("analysis_options") or {}).items()},
+            plugins=tuple(data.get("plugins") or ()),
             sandbox=bool(data.get("sandbox", True)),
         )
 
@@ -300,7 +329,7 @@ def _toml_error(source: Path, text: str, exc: Exception) -> ConfigError:
 _KEYS = (
     "include", "exclude", "python-path", "auto-targets", "preload", "timeout", "device",
     "leaf-modules", "wrap-functions", "targets", "workers", "cache-dir", "memory-limit-mb",
-    "analyses", "compile-dynamic", "export-strict", "export-dynamic-batch", "sandbox",
+    "analyses", "analysis", "plugins", *OPTION_ALIASES, "sandbox",
 )
 _TARGET_KEYS = ("factory", "concrete-args", "inputs", "analyses")
 #: dtype names accepted in a target's ``inputs`` (see ``fxscope.trace.inputs.DTYPES``).
@@ -338,7 +367,9 @@ def _build(root: Path, source: Path | None, table: dict[str, Any], text: str) ->
         if not isinstance(value, str) or not value.strip():
             raise fail("cache-dir", f"{_TABLE} 'cache-dir' must be a path string, got {_describe(value)}")
         cache_dir = _abspath(root, value)
-    analyses = _analyses(table.get("analyses", list(_DEFAULT_ANALYSES)), _TABLE, lambda m: fail("analyses", m))
+    plugins = get.strings("plugins", _DOTTED_RE, "dotted module names like 'pkg.fxscope_analyses'")
+    analyses = _analyses(table.get("analyses", list(_DEFAULT_ANALYSES)), _TABLE, lambda m: fail("analyses", m),
+                         bool(plugins))
     dynamic = table.get("compile-dynamic", "auto")
     if dynamic not in (True, False, "auto"):
         raise fail("compile-dynamic", f"{_TABLE} 'compile-dynamic' must be true, false or \"auto\", "
@@ -346,22 +377,50 @@ def _build(root: Path, source: Path | None, table: dict[str, Any], text: str) ->
     return Config(
         root=root, source=source, include=include, exclude=exclude, python_path=python_path,
         auto_targets=get.boolean("auto-targets", True), preload=preload, timeout=timeout,
-        device=device, leaf_modules=leaf, wrap_functions=wrap, targets=_targets(table.get("targets", {}), fail),
+        device=device, leaf_modules=leaf, wrap_functions=wrap, targets=_targets(table.get("targets", {}), fail, bool(plugins)),
         workers=workers, cache_dir=cache_dir, memory_limit_mb=memory, analyses=analyses,
-        compile_dynamic=None if dynamic == "auto" else bool(dynamic),
-        export_strict=get.boolean("export-strict", False),
-        export_dynamic_batch=get.boolean("export-dynamic-batch", False),
+        analysis_options=_analysis_options(table, get, fail), plugins=plugins,
         sandbox=get.boolean("sandbox", True),
     )
 
 
-def _analyses(value: Any, where: str, fail: Callable[[str], ConfigError]) -> tuple[str, ...]:
-    """An ``analyses`` list: known names, at least one, none twice."""
+def _analysis_options(table: dict[str, Any], get: _Getter,
+                      fail: Callable[..., ConfigError]) -> dict[str, dict[str, OptionValue]]:
+    """The ``[tool.fxscope.analysis.<name>]`` tables (scalars; each analysis checks its own
+    options when it runs), with the older top-level keys of :data:`OPTION_ALIASES` added."""
+    tables = table.get("analysis", {})
+    if not isinstance(tables, dict):
+        raise fail("analysis", f"{_TABLE} 'analysis' must be a table of tables ([tool.fxscope.analysis.NAME]), "
+                               f"got {_describe(tables)}")
+    out: dict[str, dict[str, OptionValue]] = {}
+    for name, options in tables.items():
+        section = f"tool.fxscope.analysis.{name}"
+        if not _ANALYSIS_NAME_RE.match(name) or not isinstance(options, dict):
+            raise fail("analysis", f"[{section}] must be a table named after an analysis, got {_describe(options)}")
+        for key, value in options.items():
+            if not isinstance(value, (str, int, float, bool)):
+                raise fail(key, f"[{section}] {key!r} must be a string, number or boolean, got {_describe(value)}",
+                           section, key)
+        out[name] = dict(options)
+    for alias, (name, option, default) in OPTION_ALIASES.items():
+        if alias not in table:
+            continue
+        if option in out.get(name, {}):
+            raise fail(alias, f"{_TABLE} {alias!r} and [tool.fxscope.analysis.{name}] {option!r} both set it")
+        value = table[alias] if alias == "compile-dynamic" else get.boolean(alias, False)
+        if value != default or type(value) is not type(default):
+            out.setdefault(name, {})[option] = value
+    return out
+
+
+def _analyses(value: Any, where: str, fail: Callable[[str], ConfigError], plugins: bool = False) -> tuple[str, ...]:
+    """An ``analyses`` list: known names (any analysis name when ``plugins`` may register
+    more), at least one, none twice."""
     if not isinstance(value, list) or not value or not all(isinstance(v, str) for v in value):
         raise fail(f"{where} 'analyses' must be a non-empty list of {', '.join(map(repr, ANALYSES))}, "
                    f"got {_describe(value)}")
     for name in value:
-        if name not in ANALYSES:
+        if name not in ANALYSES and not (plugins and _ANALYSIS_NAME_RE.match(name)):
             raise fail(f"{where} 'analyses' entries must be one of {', '.join(map(repr, ANALYSES))}, got {name!r}")
     if len(set(value)) != len(value):
         raise fail(f"{where} 'analyses' lists an analysis twice: {value!r}")
@@ -415,7 +474,7 @@ class _Getter:
         return value
 
 
-def _targets(value: Any, fail: Callable[..., ConfigError]) -> tuple[TargetConfig, ...]:
+def _targets(value: Any, fail: Callable[..., ConfigError], plugins: bool = False) -> tuple[TargetConfig, ...]:
     if not isinstance(value, dict):
         raise fail("targets", f"{_TABLE} 'targets' must be a table of tables, got {_describe(value)}")
     result = []
@@ -459,7 +518,7 @@ def _targets(value: Any, fail: Callable[..., ConfigError]) -> tuple[TargetConfig
                     f"or table, got {_describe(arg_value)}",
                 )
         inputs = _inputs(body.get("inputs", {}), header, fail_in)
-        analyses = (_analyses(body["analyses"], header, functools.partial(fail_in, "analyses"))
+        analyses = (_analyses(body["analyses"], header, functools.partial(fail_in, "analyses"), plugins)
                     if "analyses" in body else None)
         result.append(TargetConfig(name, factory.strip(), dict(args), inputs, analyses))
     return tuple(result)

@@ -1,4 +1,4 @@
-"""Assemble the version-1 report (a typed :class:`~fxscope.model.Report`) from per-target results.
+"""Assemble the report (a typed :class:`~fxscope.model.Report`) from per-target results.
 
 Paths inside the workspace are root-relative posix paths; paths outside stay absolute. The same
 problem seen by several targets is one finding: same code, same range and same anchor (two call
@@ -192,14 +192,14 @@ def report_target(r: TargetResult, root: str, *, graphs: bool) -> ReportTarget:
     modules = tuple(replace(m, location=_relative(m.location, root)) if m.location is not None else m
                     for m in outcome.modules)
     return ReportTarget(t.id, t.kind, t.file, max(t.line, 1), outcome.status, r.cached, r.duration_ms,
-                        outcome.nodes, modules, outcome.graphs if graphs else None, outcome.compile, outcome.export,
+                        outcome.nodes, modules, outcome.graphs if graphs else None, outcome.analyses,
                         outcome.build)
 
 
 def build_report(root: str, torch_version: str, results: Sequence[TargetResult], *,
                  file_errors: Iterable[FileError] = (), graphs: bool = False, duration_ms: float = 0.0,
                  sandbox: SandboxStatus | None = None) -> Report:
-    """The whole report (its JSON is valid against report.schema.json version 1)."""
+    """The whole report (its JSON is valid against report.schema.json)."""
     targets: list[ReportTarget] = []
     findings: list[Finding] = [file_error_finding(e) for e in file_errors]
     by_status: dict[str, int] = {}
@@ -217,6 +217,6 @@ def build_report(root: str, torch_version: str, results: Sequence[TargetResult],
 
 
 def check_report(check: CheckResult) -> Report:
-    """The version-1 report of one :meth:`Engine.check <fxscope.engine.Engine.check>`."""
+    """The report of one :meth:`Engine.check <fxscope.engine.Engine.check>`."""
     return build_report(check.root, check.torch_version, check.results, file_errors=check.file_errors,
                         graphs=check.graphs, duration_ms=check.duration_ms, sandbox=check.sandbox)

@@ -350,6 +350,8 @@ class ResultStore:
             if view is not None and view.tracks(self._key(file)):
                 instances, shown = self._moved_classes(file, instances, view)
             stored = {t.id: self._results.get(t.id) for t in own}
+            rooted = {i.target: held.result.outcome.analyses for found in instances.values() for i in found
+                      if i.module.path == "" and (held := self._results.get(i.target)) is not None}
             leaves = {(i.target, i.module.path): self._modules.leaf_children(i.target, i.module.path)
                       for found in instances.values() for i in found}
         classes = {t.line: (t.qualname or t.id, f"{t.module}.{t.qualname}" if t.module else t.qualname or t.id)
@@ -365,7 +367,8 @@ class ResultStore:
             seen = instances.get(line, [])
             held = stored.get(target.id) if target else None
             summary = class_summary(file, line, classes[line], target, held.result.outcome if held else None,
-                                    held.findings if held else (), seen, pending(target.id) if target else False)
+                                    held.findings if held else (), seen, pending(target.id) if target else False,
+                                    rooted)
             kids = sorted({c for inst in seen for c in leaves.get((inst.target, inst.module.path), ())})
             count = sum(1 for n in lines if line <= n and (end is None or n < end))
             out.append(replace(summary, leaf_children=tuple(kids), findings=count))

@@ -3,10 +3,10 @@ part of traced it."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from fxscope.engine.results import REACHED
-from fxscope.model import ClassSummary, Finding
+from fxscope.model import AnalysisSummary, ClassSummary, Finding
 from fxscope.model.outcome import TargetOutcome
 from fxscope.project.discovery import Target
 from fxscope.session.index import Instance
@@ -14,11 +14,23 @@ from fxscope.session.index import Instance
 __all__ = ["class_summary"]
 
 
+def _analyses(target: Target | None, outcome: TargetOutcome | None, seen: Sequence[Instance],
+              rooted: Mapping[str, Mapping[str, AnalysisSummary]]) -> dict[str, AnalysisSummary]:
+    """The analysis summaries of the class's own target (by analysis name), then those of each
+    other target whose model is the class (``name [target]``)."""
+    out = dict(outcome.analyses) if outcome is not None and target is not None else {}
+    for tid in sorted({i.target for i in seen if i.module.path == ""} - {target.id if target else ""}):
+        out.update({f"{name} [{tid}]": summary for name, summary in rooted.get(tid, {}).items()})
+    return out
+
+
 def class_summary(file: str, line: int, names: tuple[str, str], target: Target | None, outcome: TargetOutcome | None,
-                  findings: Sequence[Finding], seen: Sequence[Instance], pending: bool) -> ClassSummary:
+                  findings: Sequence[Finding], seen: Sequence[Instance], pending: bool,
+                  rooted: Mapping[str, Mapping[str, AnalysisSummary]] | None = None) -> ClassSummary:
     """The summary of the class at ``line`` of ``file`` (``names``: its qualified name and type), before
     its leaf children and findings are counted: ``target`` is its own class target, ``outcome`` and
-    ``findings`` that target's stored result, ``seen`` its instances in traced models."""
+    ``findings`` that target's stored result, ``seen`` its instances in traced models, ``rooted`` the
+    analysis summaries of the targets whose model some instance is the root of (by target id)."""
     qualname, type_name = names
     others = sorted({i.target for i in seen} - {target.id if target else ""})
     targets = ([target.id] if target else []) + others
@@ -45,4 +57,4 @@ def class_summary(file: str, line: int, names: tuple[str, str], target: Target |
         status = "not-traced"
     instances = tuple(sorted({i.module.path for i in seen}))
     return ClassSummary(file, line, qualname, type_name, tuple(targets), status, nodes, instances, (), 0, reason,
-                        build, provenance, reason_code)
+                        build, provenance, reason_code, _analyses(target, outcome, seen, rooted or {}))

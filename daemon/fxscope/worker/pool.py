@@ -33,7 +33,7 @@ from fxscope.errors import TorchUnavailableError, WorkerStartError
 
 from . import reaper
 from .protocol import ProtocolError, encode, grow_pipe, read_message, validate_reply, write_all
-from .torch_env import torch_problem
+from fxscope.job.torch_env import torch_problem, torch_stamp as _torch_stamp  # (tests replace _torch_stamp)
 
 __all__ = ["JobHandle", "WorkerPool"]
 
@@ -754,13 +754,3 @@ def _watch(pool_ref: weakref.ref[WorkerPool]) -> None:
         if pool is None or not pool._check_overdue():
             return
         del pool
-
-
-def _torch_stamp(torch_path: str | None) -> int | None:
-    """Cheap fingerprint of the installed torch: mtime of ``torch/version.py``."""
-    if not torch_path:
-        return None
-    try:
-        return os.stat(os.path.join(torch_path, "version.py")).st_mtime_ns
-    except OSError:
-        return None

@@ -55,6 +55,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from fxscope.job.warm import TorchInfo, import_torch, preload, serve_workspace_from_source, workspace_files_since
+
 from .child import DEFAULT_RUNNER, JobFiles, OutputBuffer, parse_faulthandler, run_child, run_spare
 from .protocol import (FrameDecoder, ProtocolError, encode, encode_attached, encode_raw, grow_pipe,
                        parse_child_result, write_all)
@@ -737,39 +739,10 @@ def _die_with_parent(parent: int, stop: threading.Event) -> threading.Thread:
     return thread
 
 
-def _preload(modules: Sequence[str], fd_out: int | None = None, stage: str = "preload") -> dict[str, str | None]:
-    results: dict[str, str | None] = {}
-    for name in modules:
-        if fd_out is not None:
-            _announce(fd_out, stage, name)
-        try:
-            importlib.import_module(name)
-            results[name] = None
-        except BaseException as exc:  # noqa: BLE001 - a broken preload is only a warning
-            denial = sandbox.denial_of(exc)
-            results[name] = denial.message() if denial is not None else f"{type(exc).__name__}: {exc}"
-    return results
-
-
-def _serve_workspace_from_source(root: str) -> None:
-    """Compile the workspace's modules that preloads import from their source, never from a
-    stale ``__pycache__``, and remember the digest of what ran (as a job's child does)."""
-    from fxscope.job.overlay import serve_from_source
-    from fxscope.job.failures import user_file_predicate
-
-    serve_from_source(user_file_predicate(root), root=root)
-
-
-def _workspace_files_since(root: str, before: frozenset[str]) -> dict[str, str]:
-    """Workspace files imported since ``before`` (``sys.modules`` names): root-relative path ->
-    sha256 of the source executed. Results depend on them; the pool restarts when one changes."""
-    from fxscope.job.touched import touched_files
-
-    try:
-        return touched_files(root, before)
-    except Exception:  # noqa: BLE001 - never fatal: the results then miss these dependencies
-        traceback.print_exc()
-        return {}
+def _explain(exc: BaseException) -> str | None:
+    """A preload's failure that is the sandbox refusing it, in the sandbox's words."""
+    denial = sandbox.denial_of(exc)
+    return denial.message() if denial is not None else None
 
 
 def _warm_up() -> str | None:
@@ -797,26 +770,6 @@ def _sandbox_zygote(scratch: str) -> None:
     sandbox.record_attempts()  # a preload the sandbox stops is said to be stopped by it
     if sandbox.status().kind == "landlock":
         sys.dont_write_bytecode = True  # __pycache__ in the workspace or site-packages: refused anyway
-
-
-def _import_torch() -> dict[str, Any]:
-    info: dict[str, Any] = {"torch_version": None, "torch_path": None, "torch_stamp": None,
-                            "torch_error": None}
-    try:
-        import torch  # noqa: F401 - imported once so that every child inherits it
-    except BaseException as exc:  # noqa: BLE001
-        info["torch_error"] = f"{type(exc).__name__}: {exc}"
-        return info
-    # One intra-op thread, as in every child: a module-level torch op in a preload or library then
-    # never starts an OpenMP pool, which would not survive the fork.
-    torch.set_num_threads(1)
-    info["torch_version"] = str(torch.__version__)
-    info["torch_path"] = os.path.dirname(os.path.abspath(torch.__file__ or ""))
-    try:  # the pool compares this stamp to notice a reinstalled torch
-        info["torch_stamp"] = os.stat(os.path.join(info["torch_path"], "version.py")).st_mtime_ns
-    except OSError:
-        pass
-    return info
 
 
 def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -855,23 +808,23 @@ def main(argv: Sequence[str] | None = None) -> None:
         sandbox.begin()
     stop_watch = threading.Event()
     watcher = _die_with_parent(parent, stop_watch)
-    info: dict[str, Any] = {"torch_version": None, "torch_path": None, "torch_stamp": None,
-                            "torch_error": None}
+    torch = TorchInfo()
     if not args.no_torch:
         _announce(args.fd_out, "torch")
-        info = _import_torch()
+        torch = import_torch()
     scratch = tempfile.mkdtemp(prefix="fxscope-zygote-")
     if sandbox.status().on:  # from here on, no workspace code may write outside the scratch directory
         _sandbox_zygote(scratch)
     before_preload = frozenset(sys.modules)
     if args.root and args.preload:
-        _serve_workspace_from_source(args.root)
-    preload = _preload(args.preload, args.fd_out)
-    libraries = _preload(args.library, args.fd_out, "library") if not args.no_torch else {}
-    preload_files = _workspace_files_since(args.root, before_preload) if args.root and args.preload else {}
-    if not args.no_torch and not info["torch_error"]:
+        serve_workspace_from_source(args.root)
+    preloaded = preload(args.preload, explain=_explain, announce=lambda name: _announce(args.fd_out, "preload", name))
+    libraries = preload(args.library, explain=_explain, announce=lambda name: _announce(
+        args.fd_out, "library", name)) if not args.no_torch else {}
+    preload_files = workspace_files_since(args.root, before_preload) if args.root and args.preload else {}
+    if not args.no_torch and not torch.error:
         _announce(args.fd_out, "warm-up")
-    warm_error = None if args.no_torch or info["torch_error"] else _warm_up()
+    warm_error = None if args.no_torch or torch.error else _warm_up()
     stop_watch.set()
     watcher.join()
     if os.getppid() != parent:
@@ -880,9 +833,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     if hasattr(gc, "freeze"):
         gc.freeze()  # keep inherited objects out of the children's collections (less copy-on-write)
     zygote = Zygote(args.fd_in, args.fd_out, scratch)
-    warnings = [f"preload {name!r} failed: {err}" for name, err in preload.items() if err]
-    if info["torch_error"]:
-        warnings.insert(0, f"torch could not be imported: {info['torch_error']}")
+    warnings = [f"preload {name!r} failed: {err}" for name, err in preloaded.items() if err]
+    if torch.error:
+        warnings.insert(0, f"torch could not be imported: {torch.error}")
     if warm_error:
         warnings.append(f"warm-up failed (jobs will run slower): {warm_error}")
     zygote.send({
@@ -890,8 +843,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         "pid": os.getpid(),
         "python": platform.python_version(),
         "executable": sys.executable,
-        **info,
-        "preload": preload,
+        **torch.to_json(),
+        "preload": preloaded,
         "libraries": libraries,
         "preload_files": preload_files,
         "warnings": warnings,

@@ -95,13 +95,13 @@ test("each graph torch.compile captured is a region of its own, titled with the 
   ] };
   const m = buildModel(compiled);
   const regions = [...m.boxes.values()].filter((b) => b.compiled);
-  assert.deepEqual(regions.map((b) => b.label), ["torch.compile graph 1/2", "torch.compile graph 2/2"]);
+  assert.deepEqual(regions.map((b) => b.label), ["compile graph 1/2", "compile graph 2/2"]);
   assert.equal(regions[0].note, "graph break at m.py:6: Data-dependent branching");
   assert.equal(regions[1].note, "last graph: no break after it");
   assert.equal(m.nodes.get("g0:gt")!.findings.length, 1, "the node of the break's line is marked");
   assert.equal(m.nodes.get("g1:mul")!.box, "g1/");
   // one captured graph alone is a region too; an fx graph alone is not boxed
-  assert.equal(buildModel({ ...compiled, graphs: [compiled.graphs[1]] }).boxes.get("g0/")?.label, "torch.compile graph 1/1");
+  assert.equal(buildModel({ ...compiled, graphs: [compiled.graphs[1]] }).boxes.get("g0/")?.label, "compile graph 1/1");
   assert.equal(buildModel(doc).boxes.get("g0/"), undefined);
 });
 
@@ -128,7 +128,7 @@ test("a document with edges instead of inputs, and no modules or findings, is dr
   assert.equal(m.boxes.size, 2);
 });
 
-test("a document with torch.compile graphs opens on them, and can switch to the FX graph", () => {
+test("a document with captured graphs (torch.compile's) opens on them, and can switch to the FX graph", () => {
   const compiled: GraphDocument = { ...doc, graphs: [
     ...doc.graphs,
     { module: "", analysis: "compile", nodes: [node("x", "placeholder", ""), node("output", "output", "", ["x"])],
@@ -144,4 +144,9 @@ test("a document with torch.compile graphs opens on them, and can switch to the 
   assert.equal(withAnalysis(compiled, "fx").graphs.length, 1);
   assert.equal(withAnalysis(doc, "compile"), doc, "no such graphs: the document as it is");
   assert.equal(withAnalysis(compiled, undefined), compiled);
+  // graphs another analysis (a plug-in) captured are drawn the same way, under its name
+  const plugin: GraphDocument = { ...compiled, graphs: [...compiled.graphs,
+    { module: "", analysis: "capture", nodes: [node("z", "placeholder", ""), node("output", "output", "", ["z"])] }] };
+  assert.deepEqual(graphAnalyses(plugin), ["capture", "compile", "fx"]);
+  assert.equal(buildModel(withAnalysis(plugin, "capture")).boxes.get("g0/")?.label, "capture graph 1/1");
 });

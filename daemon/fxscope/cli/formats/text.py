@@ -269,6 +269,12 @@ def summary_line(report: Report, *, color: bool = False) -> str:
     return f"{head} in {hit} of {_targets_phrase(summary)}{tail}"
 
 
+def analysis_lines(targets: Sequence[ReportTarget]) -> list[str]:
+    """``models.py::Net: export not ok: failed (1 problem)``: one line per analysis summary of
+    each target, as the analysis words it (none when only fx ran)."""
+    return [f"{printable(t.id)}: {printable(s.line(name))}" for t in targets for name, s in t.analyses.items()]
+
+
 def render(report: Report, *, color: bool = False, root: Path, show_info: bool = False) -> str:
     """Every finding (sorted by file, line, column, code) with its source line, then the summary.
     Info-level findings are listed only with ``show_info``; otherwise one line per code."""
@@ -280,5 +286,8 @@ def render(report: Report, *, color: bool = False, root: Path, show_info: bool =
     blocks = ["\n".join(_finding(f, root, source, style, targets)) for f in sorted(listed, key=sort_key)]
     if hidden:
         blocks.append("\n".join(style(line, _SEVERITY_STYLE["info"]) for line in hidden_info_lines(hidden)))
+    analyses = analysis_lines(report.targets)
+    if analyses:
+        blocks.append("\n".join(analyses))
     blocks.append(summary_line(report, color=color))
     return "\n\n".join(blocks) + "\n"

@@ -1,4 +1,4 @@
-"""Whether the interpreter that runs the worker has a torch fxscope supports.
+"""Whether the interpreter that runs the worker has a torch fxscope supports, and which install it is.
 
 A missing or too old torch is an environment error: one message naming the interpreter and the
 install command, never a finding blamed on the user's code (each job would otherwise fail with
@@ -15,13 +15,14 @@ torch 2.1.2 in /venv/bin/python is older than fxscope supports (torch>=2.2); upg
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
 import sys
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["MIN_TORCH", "TORCH_REQUIREMENT", "install_command", "torch_problem"]
+__all__ = ["MIN_TORCH", "TORCH_REQUIREMENT", "install_command", "torch_problem", "torch_stamp"]
 
 #: The oldest torch fxscope supports (the lower bound of the ``torch`` dependency in pyproject.toml).
 MIN_TORCH = (2, 2)
@@ -54,3 +55,14 @@ def torch_problem(info: Mapping[str, Any]) -> str | None:
         return (f"torch {version} in {python} is older than fxscope supports ({TORCH_REQUIREMENT}); "
                 f"upgrade it there: {install_command(python, upgrade=True)}")
     return None
+
+
+def torch_stamp(torch_path: str | None) -> int | None:
+    """Cheap fingerprint of the installed torch at ``torch_path`` (its package directory): the
+    mtime of ``torch/version.py`` (None when unknown); a reinstalled torch has another."""
+    if not torch_path:
+        return None
+    try:
+        return os.stat(os.path.join(torch_path, "version.py")).st_mtime_ns
+    except OSError:
+        return None

@@ -1,5 +1,7 @@
-"""The shape check of result bodies (worker results and cache entries): its fast paths for graph
-nodes and module entries accept exactly what the full checks accept."""
+"""The one strict reader of result bodies (a job's answer and cache entries),
+:meth:`TargetOutcome.from_json`: unknown, missing or mistyped fields are a :class:`WireError` naming
+where, never another exception; its fast paths for graph nodes and module entries accept exactly
+what the full checks accept; what it accepts renders in every format."""
 
 from __future__ import annotations
 
@@ -11,7 +13,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fxscope.engine.payload import payload_problem
+from fxscope.model import AnalysisSummary, TargetOutcome
+from fxscope.model.wire import WireError
+
+
+def payload_problem(body: Any) -> str | None:
+    """Why :meth:`TargetOutcome.from_json` rejects ``body`` (None: it reads it)."""
+    try:
+        TargetOutcome.from_json(body, target="m.py::Net")
+    except WireError as e:
+        return str(e)
+    return None
 
 NODE = {"name": "layers_0", "op": "call_module", "target": "layers.0", "scope": "layers.0",
         "scope_type": "torch.nn.modules.linear.Linear", "inputs": ["x"], "file": "m.py", "line": 14}
@@ -97,8 +109,10 @@ FINDING = {"code": "FXS101", "severity": "error", "message": "m", "hint": "h", "
 
 
 def _full_body() -> dict[str, Any]:
-    return {**body(), "status": "partial", "findings": [copy.deepcopy(FINDING)], "forward_order": [""],
-            "files": {"m.py": "abc"}, "warnings": ["w"], "torch": "2.0", "device": "meta", "output": "o"}
+    return {**body(), "status": "partial", "findings": [copy.deepcopy(FINDING)],
+            "files": {"m.py": "abc"}, "warnings": ["w"], "torch": "2.0", "device": "meta", "output": "o",
+            "analyses": {"export": {"ok": False, "headline": "failed", "counts": {"problems": 1},
+                                    "details": {"strict": False}, "duration_ms": 3.5}}}
 
 
 def _paths(value: Any, prefix: tuple = ()) -> list[tuple]:
@@ -132,10 +146,10 @@ _JSON = st.recursive(
 
 def test_a_body_is_rejected_or_reported_never_a_crash() -> None:
     """Any JSON value in any field (a cache entry edited by hand, a worker's forged result): the
-    check never raises, and a body it accepts is rendered in every format without an error."""
+    reader raises nothing but a WireError, and a body it accepts is rendered in every format
+    without an error."""
     from fxscope.cli.formats import github, sarif, text
     from fxscope.engine.results import TargetResult
-    from fxscope.model import TargetOutcome
     from fxscope.project.discovery import Target
     from fxscope.report.build import build_report
 
@@ -148,9 +162,10 @@ def test_a_body_is_rejected_or_reported_never_a_crash() -> None:
     @given(st.sampled_from(paths), _JSON)
     def check(path: tuple, value: Any) -> None:
         changed = _replaced(base, path, value)
-        if payload_problem(changed) is not None:
+        try:
+            outcome = TargetOutcome.from_json(changed, target=target.id)
+        except WireError:
             return
-        outcome = TargetOutcome.from_json(changed, target=target.id)
         report = build_report(str(root), "2.0", [TargetResult(target, outcome)], graphs=True)
         text.render(report, root=root, show_info=True)
         sarif.render(report, root=root)
@@ -159,32 +174,56 @@ def test_a_body_is_rejected_or_reported_never_a_crash() -> None:
     check()
 
 
-def test_the_compile_and_export_analyses_parts_are_checked_and_read() -> None:
-    from fxscope.model import TargetOutcome
+def test_unknown_missing_and_mistyped_fields_are_named() -> None:
+    assert payload_problem(with_(body(), forward_order=[""])) == "result: unknown field 'forward_order'"
+    assert payload_problem(with_(body(), compile={"graphs": 1})) == "result: unknown field 'compile'"
+    assert payload_problem(with_(body(), status=...)) == "status None is not one of " + str(
+        ["error", "failed", "partial", "skipped", "traced"])
+    assert payload_problem(with_(body(), nodes="2")) == "result: 'nodes' is not a count"
+    assert payload_problem(with_(body(), warnings=["w", 3])) == "result: 'warnings' is not a list of strings"
+    assert payload_problem(with_(body(), files={"m.py": 1})) == "'files' is not a map of paths to hashes"
+    assert payload_problem(with_(body(), findings=[{**FINDING, "code": "E501"}])) == (
+        "findings[0]: code 'E501' is not a finding code")
+    assert payload_problem(with_(body(), findings=[{**FINDING, "scopes": [{"path": ""}]}])) == (
+        "findings[0].scopes[0]: 'type' is missing")
+    assert payload_problem([]) == "result: a list, not an object"
 
+
+def test_analysis_summaries_are_checked_and_read_under_their_names() -> None:
     good = body()
     good["graphs"].append({"module": "", "analysis": "compile", "nodes": [NODE],
                            "ends": {"reason": "Data-dependent branching", "file": "m.py", "line": 14}})
-    good["compile"] = {"graphs": 2, "breaks": 1, "recompiles": 0, "dynamic": "auto", "duration_ms": 120.5}
-    good["export"] = {"exported": False, "strict": False, "dynamic_batch": False, "problems": 2, "duration_ms": 40}
+    good["analyses"] = {
+        "compile": {"ok": False, "headline": "2 graphs, 1 break", "counts": {"graphs": 2, "breaks": 1},
+                    "details": {"dynamic": "auto"}, "duration_ms": 120.5},
+        "dummy": {"ok": True, "headline": "fine"},
+    }
     assert payload_problem(good) is None
     outcome = TargetOutcome.from_json(good, target="t")
-    assert outcome.compile is not None and (outcome.compile.graphs, outcome.compile.breaks) == (2, 1)
-    assert outcome.export is not None and not outcome.export.exported and outcome.export.problems == 2
+    assert outcome.analyses["compile"] == AnalysisSummary(False, "2 graphs, 1 break", {"graphs": 2, "breaks": 1},
+                                                          {"dynamic": "auto"}, 120.5)
+    assert outcome.analyses["dummy"].ok and outcome.analyses["dummy"].counts == {}
     compiled = outcome.graphs[1] if outcome.graphs is not None else None
     assert compiled is not None and compiled.analysis == "compile" and compiled.ends is not None
     assert (compiled.ends.line, compiled.ends.message) == (14, "Data-dependent branching")
     assert outcome.graphs is not None and outcome.graphs[0].analysis == "fx"
     assert TargetOutcome.from_json(outcome.to_json(), target="t") == outcome
     for bad, problem in [
-        (with_(good, compile="3 graphs"), "'compile' is not an object"),
-        (with_(good, compile={"graphs": -1}), "compile.graphs is not a count"),
-        (with_(good, export={"problems": "two"}), "export.problems is not a count"),
-        (with_(good, export={"duration_ms": True}), "export.duration_ms is not a number"),
+        (with_(good, analyses=[]), "'analyses' is not an object"),
+        (with_(good, analyses={"x": "3 graphs"}), "analyses.x: a str, not an object"),
+        (with_(good, analyses={"x": {"headline": "h"}}), "analyses.x: 'ok' is missing"),
+        (with_(good, analyses={"x": {"ok": 1, "headline": "h"}}), "analyses.x: 'ok' is a int"),
+        (with_(good, analyses={"x": {"ok": True, "headline": "h", "counts": {"a": -1}}}),
+         "analyses.x: 'counts' is not a map of names to counts"),
+        (with_(good, analyses={"x": {"ok": True, "headline": "h", "details": {"a": [1]}}}),
+         "analyses.x: 'details' is not a map of names to scalars"),
+        (with_(good, analyses={"x": {"ok": True, "headline": "h", "duration_ms": True}}),
+         "analyses.x: 'duration_ms' is not a number"),
+        (with_(good, analyses={"x": {"ok": True, "headline": "h", "graphs": 2}}), "analyses.x: unknown field 'graphs'"),
     ]:
         assert payload_problem(bad) == problem
     bad_graph = copy.deepcopy(good)
     bad_graph["graphs"][1]["ends"] = {"file": "m.py", "line": 0}
     assert payload_problem(bad_graph) == "graphs[1].ends: 'line' is not a line number"
     bad_graph["graphs"][1] = {"module": "", "analysis": 7, "nodes": []}
-    assert payload_problem(bad_graph) == "graphs[1]: 'analysis' is not a string"
+    assert payload_problem(bad_graph) == "graphs[1]: 'analysis' is a int"
