@@ -28,7 +28,7 @@ __all__ = ["SUMMARY_FORMAT", "ClassInfo", "Summary", "cache_stats", "clear_cache
            "summary_of_bytes", "summary_of_file", "summary_of_text"]
 
 #: Version of :meth:`Summary.to_json`; persisted summaries of another version are not used.
-SUMMARY_FORMAT = 8
+SUMMARY_FORMAT = 9
 
 #: Markdown files longer than this are not read for examples.
 MAX_MARKDOWN_CHARS = 1 << 20
@@ -62,6 +62,9 @@ class ClassInfo:
     defaults: dict[str, int | float | str | bool] = field(default_factory=dict)
     #: ``init_required`` are the class's own fields (a dataclass): a dataclass base's come first.
     fields_init: bool = False
+    #: For an ``__init__`` taking only ``**kwargs``: the names its body reads from them without a
+    #: default (``kwargs["dim"]``, ``kwargs.get("dim")``); None for any other constructor.
+    kwargs_reads: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -97,7 +100,8 @@ class Summary:
             "stars": [list(s) for s in self.stars],
             "classes": {k: [c.line, list(c.bases), c.members, sorted(c.abstract),
                             None if c.init_required is None else list(c.init_required),
-                            c.annotations, c.config_class, c.defaults, c.fields_init]
+                            c.annotations, c.config_class, c.defaults, c.fields_init,
+                            None if c.kwargs_reads is None else list(c.kwargs_reads)]
                         for k, c in self.classes.items()},
             "imports": [[lvl, mod, None if names is None else list(names)] for lvl, mod, names in self.imports],
             "error": None if self.error is None else list(self.error),
@@ -112,8 +116,9 @@ class Summary:
         classes = {
             name: ClassInfo(name, int(line), tuple(bases), dict(members), frozenset(abstract),
                             None if init is None else tuple(init), dict(annotations),
-                            None if config_class is None else str(config_class), dict(defaults), bool(fields_init))
-            for name, (line, bases, members, abstract, init, annotations, config_class, defaults, fields_init)
+                            None if config_class is None else str(config_class), dict(defaults), bool(fields_init),
+                            None if reads is None else tuple(str(r) for r in reads))
+            for name, (line, bases, members, abstract, init, annotations, config_class, defaults, fields_init, reads)
             in data["classes"].items()
         }
         return cls(
@@ -224,6 +229,7 @@ def _class_info(node: ast.ClassDef) -> ClassInfo:
     fields: list[str] = []  # annotated class attributes without a default, in order
     config_class: str | None = None
     defaults: dict[str, int | float | str | bool] = {}
+    reads: tuple[str, ...] | None = None
     for stmt in _class_body(node.body):
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
             members[stmt.name] = stmt.lineno
@@ -233,6 +239,8 @@ def _class_info(node: ast.ClassDef) -> ClassInfo:
                 abstract.discard(stmt.name)
             if stmt.name == "__init__":
                 init = _required(stmt)
+                if init and init[-1].startswith("**"):
+                    reads = _kwargs_reads(stmt, init[-1][2:], defaults)
                 for arg in [*stmt.args.posonlyargs, *stmt.args.args, *stmt.args.kwonlyargs]:
                     found = _annotation(arg.annotation)
                     if found:
@@ -268,7 +276,28 @@ def _class_info(node: ast.ClassDef) -> ClassInfo:
     if fields_init:
         init = tuple(fields)
     return ClassInfo(node.name, node.lineno, bases, members, frozenset(abstract), init, annotations, config_class,
-                     defaults, fields_init)
+                     defaults, fields_init, reads)
+
+
+def _kwargs_reads(func: ast.FunctionDef | ast.AsyncFunctionDef, kwargs: str,
+                  defaults: dict[str, int | float | str | bool]) -> tuple[str, ...]:
+    """The names an ``__init__`` reads from its ``**kwargs`` without a default (``kwargs["dim"]``,
+    ``kwargs.get("dim")``); those read with a literal default go into ``defaults``."""
+    found: list[str] = []
+    for node in ast.walk(func):
+        if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load) and isinstance(node.value, ast.Name) \
+                and node.value.id == kwargs and isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, str):
+            found.append(node.slice.value)
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ("get", "pop") \
+                and isinstance(node.func.value, ast.Name) and node.func.value.id == kwargs and node.args \
+                and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str):
+            name = node.args[0].value
+            value = _literal(node.args[1]) if len(node.args) > 1 else None
+            if len(node.args) == 1:
+                found.append(name)
+            elif value is not None:
+                defaults.setdefault(name, value)
+    return tuple(dict.fromkeys(n for n in found if n.isidentifier()))
 
 
 class _Collector:
