@@ -23,6 +23,7 @@ executor of notebooks and scripts, :mod:`fxscope.job.safe_module`) share:
 
 from __future__ import annotations
 
+import functools
 import itertools
 import re
 from typing import Iterable
@@ -39,6 +40,7 @@ CONFIG_SUFFIXES = ("Config", "Configuration", "Args", "Arguments", "Params", "Pa
                    "HParams", "Hparams", "Hyperparameters")
 
 
+@functools.lru_cache(maxsize=4096)
 def is_config_name(name: str) -> bool:
     """Whether a class called ``name`` is named like a configuration class."""
     return name.endswith(CONFIG_SUFFIXES)
@@ -54,11 +56,13 @@ _WEIGHTS = re.compile(r"^(weights|pretrained_(path|weights|ckpt|checkpoint|model
                       r"weights_path|init_ckpt)$", re.IGNORECASE)
 
 
+@functools.lru_cache(maxsize=4096)
 def fetches(method: str) -> bool:
     """Whether a method called ``method`` fetches rather than builds (``from_pretrained``)."""
     return bool(_FETCHING.search(method))
 
 
+@functools.lru_cache(maxsize=4096)
 def weights_off(parameter: str) -> Lit | None:
     """The value every candidate passes for a parameter that asks for pretrained weights
     (``pretrained=False``, ``weights=None``), None for any other parameter."""
@@ -123,6 +127,7 @@ def plausible(name: str, value: int | float | str | bool | None) -> bool:
     return value > 0 or not _SIZE_NAME.search(name)
 
 
+@functools.lru_cache(maxsize=4096)
 def searchable(name: str) -> bool:
     """Whether the small int search (:data:`SEARCH_INTS`) may try values for a parameter ``name``
     that nothing else gives a value (not a configuration, a sub-network, a callable, a name)."""

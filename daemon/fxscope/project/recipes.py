@@ -29,21 +29,25 @@ resolve is not a candidate. The worker evaluates the candidates (``fxscope.job.c
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import itertools
 import re
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
 
 from fxscope.model.recipe import Call, DictExpr, Expr, Lit, Recipe, Ref, RefExpr, Seq, Setattrs, render_python
 
 from . import policy
-from ._summary import ClassInfo, is_markdown
+from ._summary import ClassInfo, Summary, is_markdown
 from .notebooks import is_notebook
 
 if TYPE_CHECKING:
     from .discovery import _Workspace
 
-__all__ = ["MAX_RECIPES", "RecipeIndex"]
+__all__ = ["MAX_RECIPES", "RecipeIndex", "clear_cache"]
 
 MAX_RECIPES = policy.MAX_RECIPES
 _PER_PARAMETER = policy.PER_PARAMETER
@@ -68,11 +72,88 @@ class _ClassKey:
     name: str
 
 
+@dataclass(frozen=True)
+class _FileFacts:
+    """What one file gives the index, resolved: its call sites by the class they construct, the
+    literal keyword arguments its constructions pass (name, value, line), the sub-networks they pass
+    by name, every literal keyword of any call, and its classes' literal parameter defaults."""
+
+    sites: tuple[tuple[_ClassKey, Recipe], ...]
+    learned: tuple[tuple[str, Expr, int], ...]
+    networks: tuple[tuple[str, Call, int], ...]
+    keywords: tuple[tuple[str, Expr, int], ...]
+    defaults: tuple[tuple[str, Expr, int], ...]
+
+
+@dataclass(frozen=True)
+class _Memo:
+    """A class's candidates and what computing them read: reused while every read is the same."""
+
+    interface: str
+    own: str
+    reads: tuple[tuple[str, Any, int], ...]
+    recipes: tuple[Recipe, ...]
+
+
+#: Per-process caches, so that discovery after an edit redoes only what the edit changed:
+#: (root, file) -> (the summary its facts were read from, the workspace interface, the facts);
+#: (root, file, class, required) -> its candidates; id(summary) -> (summary, its interface digest).
+_FILES: OrderedDict[tuple[str, str], tuple[Summary, str, _FileFacts]] = OrderedDict()
+_CLASSES: OrderedDict[tuple[str, str, str, tuple[str, ...]], _Memo] = OrderedDict()
+_INTERFACES: OrderedDict[int, tuple[Summary, str]] = OrderedDict()
+_CACHE_SIZE = 1 << 15
+_LOCK = threading.Lock()
+
+
+def _remember(cache: OrderedDict[Any, Any], key: Any, value: Any) -> None:
+    with _LOCK:
+        cache[key] = value
+        cache.move_to_end(key)
+        while len(cache) > _CACHE_SIZE:
+            cache.popitem(last=False)
+
+
+def _digest(value: Any) -> str:
+    return hashlib.blake2b(repr(value).encode(), digest_size=16).hexdigest()
+
+
+def _file_interface(summary: Summary) -> str:
+    """A digest of what resolving names through a file reads: its bindings, imports, notebook
+    cells and its classes' names, bases, members and constructors (not their lines, nor the
+    values of their defaults: those are read as the workspace's values for their names)."""
+    found = _INTERFACES.get(id(summary))
+    if found is not None and found[0] is summary:
+        return found[1]
+    classes = {name: (c.bases, sorted(c.members), sorted(c.abstract), c.init_required, sorted(c.annotations.items()),
+                      c.config_class, sorted(k for k, v in c.defaults.items() if v and policy.weights_off(k)),
+                      c.fields_init, c.kwargs_reads)  # other defaults reach candidates as values for names
+               for name, c in sorted(summary.classes.items())}
+    bindings = sorted((name, binding[:2] if binding[0] == "def" else binding)  # a function's line: not read
+                      for name, binding in summary.bindings.items())
+    digest = _digest((bindings, summary.stars, summary.imports, summary.cells, classes))
+    _remember(_INTERFACES, id(summary), (summary, digest))
+    return digest
+
+
+def clear_cache() -> None:
+    """Forget every file's facts and class's candidates (the next discovery computes them all)."""
+    with _LOCK:
+        _FILES.clear()
+        _CLASSES.clear()
+        _INTERFACES.clear()
+
+
 class RecipeIndex:
-    """Every resolvable call site of the workspace, by the class it constructs."""
+    """Every resolvable call site of the workspace, by the class it constructs.
+
+    Incremental: a file's facts are reused while its summary (its content) and the workspace's
+    interface (what name resolution reads) are the same, and a class's candidates while its own
+    summary entry and everything computing them read (call sites, values for its parameters'
+    names, sub-networks) are."""
 
     def __init__(self, ws: _Workspace) -> None:
         self.ws = ws
+        self.root = str(ws.config.root)
         self.sites: dict[_ClassKey, list[Recipe]] = {}
         self._by_simple_name: dict[str, list[_ClassKey]] = {}
         self._by_ref: dict[tuple[str, str], _ClassKey] = {}  # (import name, class name) -> class
@@ -91,22 +172,50 @@ class RecipeIndex:
         self.networks: dict[str, list[tuple[Call, str, int]]] = {}
         self._chosen: dict[str, list[tuple[Expr, str, int]]] = {}  # _words, once per name
         self._built: dict[_ClassKey, Expr | None] = {}  # _network_expr, once per class
-        for rel, summary in sorted(ws.summaries.items()):
-            for site in summary.calls:
-                try:
-                    key, expr = self._resolve_call(rel, site.expr)
-                except (_Unresolved, RecursionError):
-                    continue
-                self._learn(expr, rel, site.line)
-                if key is not None:
-                    self.sites.setdefault(key, []).append(self.recipe(expr, site.kind, rel, site.line, site.text))
-        for rel, summary in sorted(ws.summaries.items()):
-            for name, value, line in summary.keywords:
-                self._loose.setdefault(name, []).append((Lit(value), rel, line))
-        for rel, summary in sorted(ws.summaries.items()):
-            for info in summary.classes.values():
-                for name, value in info.defaults.items():
-                    self.vocabulary.setdefault(name, []).append((Lit(value), rel, info.line))
+        self._reads: list[tuple[str, Any, int]] | None = None  # what the class being computed read
+        self._digests: dict[tuple[str, Any], int] = {}
+        self.interface = _digest(sorted((rel, ws.module_of.get(rel), _file_interface(summary))
+                                        for rel, summary in ws.summaries.items()))
+        self.reused = 0  # files and classes taken from the caches (for measurements)
+        facts = [(rel, self._facts(rel, summary)) for rel, summary in sorted(ws.summaries.items())]
+        for rel, fact in facts:
+            for key, recipe in fact.sites:
+                self.sites.setdefault(key, []).append(recipe)
+            for name, value, line in fact.learned:
+                self.vocabulary.setdefault(name, []).append((value, rel, line))
+            for name, call, line in fact.networks:
+                self.networks.setdefault(name, []).append((call, rel, line))
+        for rel, fact in facts:
+            for name, value, line in fact.keywords:
+                self._loose.setdefault(name, []).append((value, rel, line))
+        for rel, fact in facts:
+            for name, value, line in fact.defaults:
+                self.vocabulary.setdefault(name, []).append((value, rel, line))
+
+    def _facts(self, rel: str, summary: Summary) -> _FileFacts:
+        """The facts of one file (see :class:`_FileFacts`), from the cache when its content and the
+        workspace's interface are unchanged."""
+        cached = _FILES.get((self.root, rel))
+        if cached is not None and cached[0] is summary and cached[1] == self.interface:
+            self.reused += 1
+            return cached[2]
+        sites: list[tuple[_ClassKey, Recipe]] = []
+        learned: list[tuple[str, Expr, int]] = []
+        networks: list[tuple[str, Call, int]] = []
+        for site in summary.calls:
+            try:
+                key, expr = self._resolve_call(rel, site.expr)
+            except (_Unresolved, RecursionError):
+                continue
+            self._learn(expr, site.line, learned, networks)
+            if key is not None:
+                sites.append((key, self.recipe(expr, site.kind, rel, site.line, site.text)))
+        fact = _FileFacts(tuple(sites), tuple(learned), tuple(networks),
+                          tuple((name, Lit(value), line) for name, value, line in summary.keywords),
+                          tuple((name, Lit(value), info.line) for info in summary.classes.values()
+                                for name, value in info.defaults.items()))
+        _remember(_FILES, (self.root, rel), (summary, self.interface, fact))
+        return fact
 
     def recipe(self, expr: Call, kind: str, rel: str, line: int, text: str) -> Recipe:
         """A recipe found at ``line`` of ``rel`` (in a notebook: its cell and the line in it)."""
@@ -116,24 +225,50 @@ class RecipeIndex:
             return Recipe(expr, kind, rel, cell[1], text, cell[0])
         return Recipe(expr, kind, rel, line, text)
 
-    def _learn(self, expr: Expr, rel: str, line: int) -> None:
-        """Record the keyword arguments of every call inside ``expr`` whose value is plain data."""
+    def _learn(self, expr: Expr, line: int, learned: list[tuple[str, Expr, int]],
+               networks: list[tuple[str, Call, int]]) -> None:
+        """Record the keyword arguments of every call inside ``expr`` whose value is plain data
+        (into ``learned``), or a construction of a workspace module class (into ``networks``)."""
         if isinstance(expr, Call):
             for name, value in expr.kwargs:
                 if _plain(value):
-                    self.vocabulary.setdefault(name, []).append((value, rel, line))
+                    learned.append((name, value, line))
                 elif isinstance(value, Call) and self._module_class(value.func) is not None:
-                    self.networks.setdefault(name, []).append((value, rel, line))
+                    networks.append((name, value, line))
             for child in (*expr.args, *(v for _, v in expr.kwargs), *expr.splats):
-                self._learn(child, rel, line)
+                self._learn(child, line, learned, networks)
         elif isinstance(expr, Setattrs):
-            self._learn(expr.base, rel, line)
+            self._learn(expr.base, line, learned, networks)
             for name, value in expr.attrs:
                 if _plain(value):
-                    self.vocabulary.setdefault(name, []).append((value, rel, line))
+                    learned.append((name, value, line))
         elif isinstance(expr, (Seq, DictExpr)):
             for child in (expr.items if isinstance(expr, Seq) else [v for _, v in expr.items]):
-                self._learn(child, rel, line)
+                self._learn(child, line, learned, networks)
+
+    # -- reads of what other files give, recorded for the class being computed --------------
+    def _read(self, kind: str, name: Any) -> Any:
+        """The current value of one input of a class's candidates: ``sites`` of a class, ``words``
+        or ``networks`` for a parameter name, ``built`` sub-network of a class (at a depth)."""
+        if kind == "sites":
+            value: Any = tuple(self.sites.get(name, ()))
+        elif kind == "words":
+            value = self._words(name)
+        elif kind == "networks":
+            value = tuple(self.networks.get(name, ()))
+        else:
+            value = self._network_expr(name[0], name[1])
+        if self._reads is not None:
+            self._reads.append((kind, name, self._digest_of(kind, name, value)))
+        return value
+
+    def _digest_of(self, kind: str, name: Any, value: Any) -> int:
+        """A digest of an input's value (its hash: the memo lives in this process), once per input
+        and index."""
+        found = self._digests.get((kind, name))
+        if found is None:
+            found = self._digests[(kind, name)] = hash(tuple(value) if isinstance(value, list) else value)
+        return found
 
     def _words(self, name: str) -> list[tuple[Expr, str, int]]:
         """Values the workspace uses for a parameter called ``name``, best first: the value it
@@ -178,9 +313,9 @@ class RecipeIndex:
             return []
         words: list[list[tuple[Expr, str, int]]] = []
         for p in required:
-            found: list[tuple[Expr, str, int]] = list(self._words(p))
+            found: list[tuple[Expr, str, int]] = list(self._read("words", p))
             if not found and owner is not None and depth < _MAX_NESTING:
-                found += [(c, file, line) for c, file, line in self.networks.get(p, ())
+                found += [(c, file, line) for c, file, line in self._read("networks", p)
                           if self._module_class(c.func) != owner][:_PER_PARAMETER]
             words.append(found)
         if not all(words):
@@ -295,10 +430,28 @@ class RecipeIndex:
     def recipes_for(self, rel: str, name: str, required: tuple[str, ...]) -> tuple[Recipe, ...]:
         """The candidates for class ``name`` of ``rel`` whose constructor requires ``required``
         (empty: it has defaults for everything, and the first candidate is ``name()``), in the
-        order the construction policy ranks them."""
+        order the construction policy ranks them; the last discovery's when nothing they were
+        computed from changed."""
+        summary = self.ws.summaries[rel]
+        memo_key = (self.root, rel, name, required)
+        own = _digest((summary.classes[name], summary.cells))
+        memo = _CLASSES.get(memo_key)
+        if memo is not None and memo.interface == self.interface and memo.own == own \
+                and all(self._digest_of(kind, n, self._read(kind, n)) == d for kind, n, d in memo.reads):
+            self.reused += 1
+            return memo.recipes
+        self._reads = []
+        try:
+            recipes = self._recipes_for(rel, name, required)
+        finally:
+            reads, self._reads = self._reads, None
+        _remember(_CLASSES, memo_key, _Memo(self.interface, own, tuple(dict.fromkeys(reads)), recipes))
+        return recipes
+
+    def _recipes_for(self, rel: str, name: str, required: tuple[str, ...]) -> tuple[Recipe, ...]:
         key = _ClassKey(rel, name)
         found: list[Recipe] = [] if required else [self.defaults(rel, name)]
-        found += self.sites.get(key, ())
+        found += self._read("sites", key)
         try:
             found += self._annotation_recipes(key, required)
             found += self._config_class_recipes(key, required)
@@ -393,7 +546,7 @@ class RecipeIndex:
                 cls, rest = None, ()
             if cls is not None and not rest:
                 classes.append(cls)
-        for call, _, _ in self.networks.get(param, ()):  # what the workspace passes by that name
+        for call, _, _ in self._read("networks", param):  # what the workspace passes by that name
             passed = self._module_class(call.func)
             if passed is not None and passed != owner and passed not in classes:
                 classes.append(passed)
@@ -407,7 +560,7 @@ class RecipeIndex:
         for cls in classes:
             if cls == owner:
                 continue
-            built = self._network_expr(cls, depth + 1)
+            built = self._read("built", (cls, depth + 1))
             if built is not None and built not in values:
                 values.append(built)
         return values[:_PER_PARAMETER]
@@ -434,7 +587,7 @@ class RecipeIndex:
         if facts.init == ():
             built = Call(ref)
         elif facts.init is not None:
-            written = self.sites.get(key)
+            written = self._read("sites", key)
             if written:
                 built = policy.rank(written)[0].expr
             else:
@@ -497,7 +650,7 @@ class RecipeIndex:
             for member in self._info(cls).members:
                 if _DEFAULT_FACTORY.match(member):  # `Config.get_default_config()`, `Config.small()`
                     values.append((Call(Ref(ref.module, (*ref.path, member))), f"{cls.name}.{member}()"))
-            for recipe in self.sites.get(cls, ())[:_PER_PARAMETER]:
+            for recipe in self._read("sites", cls)[:_PER_PARAMETER]:
                 values.append((recipe.expr, recipe.text))
             if not values and facts.init and not any(p.startswith(("*", "<")) for p in facts.init):
                 for call in self._placeholder_calls(cls, ref, facts.init, _MAX_NESTING)[:1]:
@@ -589,6 +742,7 @@ _TYPED_PLACEHOLDERS: dict[str, Expr] = {"int": Lit(8), "float": Lit(1.0), "bool"
                                         "torch.nn.Module": Call(Ref("torch", ("nn", "Identity")))}
 
 
+@functools.lru_cache(maxsize=4096)
 def _placeholder(name: str, annotation: str | None) -> Expr | None:
     """A small value for a parameter from its name, else its annotation; None when neither says."""
     lowered = name.lower()
