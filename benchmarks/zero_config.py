@@ -18,10 +18,18 @@ the same cache, and prints:
   fxscope reports an error exactly when plain fx fails and, when it fails, the innermost workspace
   frame of plain fx's traceback is among fxscope's error locations (a finding's line or anchor).
   A false error is an fxscope error where plain fx traces; a missed failure the opposite.
+- the eager re-check: every target with errors whose build fxscope made on its own (a ``build``
+  record) is, where plain fx fails too, rebuilt once more in that fresh process and run eagerly
+  (``forward`` on an input shaped for its first layer: an image for a convolution, token ids for
+  an embedding, features for a linear layer; meta tensors). ``r``: the forward runs, so the error
+  is fx's; ``bf``: it fails with the same exception at the same line for every input tried, so the
+  failure is the build's (a made-up value that does not fit), which must never be reported as an
+  error; ``?``: no input could be made or it failed elsewhere (inconclusive).
 
 In the table, targets by status are t(raced) p(artial) f(ailed) e(rror) s(kipped), and the agreement
 column is ``agree/compared`` then fe (false errors), mi (missed failures), mp (misplaced: plain fx
-fails on a line fxscope does not report) and nr (not rebuilt); each one is listed under the row.
+fails on a line fxscope does not report), nr (not rebuilt), and the eager re-check (r, bf, ?);
+each one is listed under the row.
 Then the totals: the share of classes reached overall and per repository, the agreement figures,
 and each repository's figures against the "before" figures recorded in ``REPOS`` (measured on the
 code before zero-config construction).
@@ -45,6 +53,9 @@ totalled apart::
     .venv-corpus/bin/pip install -e . PACKAGES...     # the union of REPOS' packages (--print-setup)
     .venv-corpus/bin/pip install --no-deps torchvision==0.28.0
     .venv-corpus/bin/python benchmarks/zero_config.py --patch-torchvision
+
+A checkout of the corpus directory that ``REPOS`` does not list is measured too when ``--repos``
+names it by its directory name (``OWNER+NAME``), with no recorded figures.
 
 Usage: .venv-corpus/bin/python benchmarks/zero_config.py --corpus DIR [--repos nanoGPT,whisper]
        [--no-agreement] [--json OUT]

@@ -142,9 +142,9 @@ WORKSPACE = {
 
 
         class Unknown(nn.Module):
-            def __init__(self, secret_name):  # MARK unknown: a name, no int fits it
+            def __init__(self, secret):  # MARK unknown
                 super().__init__()
-                self.secret = {"a": 2}[secret_name]
+                self.secret = secret
 
             def forward(self, x):
                 return x * self.secret
@@ -301,7 +301,7 @@ def test_only_real_failures_are_errors(checked: tuple[Path, Any]) -> None:
 def test_what_could_not_be_built_is_info_with_what_was_tried(checked: tuple[Path, Any]) -> None:
     root, run = checked
     (unknown,) = run.findings("pkg/models.py::Unknown", "FXS405")
-    assert unknown["severity"] == "info" and "secret_name" in unknown["message"]
+    assert unknown["severity"] == "info" and "secret" in unknown["message"]
     # Inner is only ever built inside Outer: reached through its parent, not reported
     assert run.targets["pkg/models.py::Inner"]["status"] == "skipped"
     assert not run.findings("pkg/models.py::Inner")
@@ -369,7 +369,7 @@ def test_init_pins_the_builds_and_check_uses_them(tmp_path: Path) -> None:
     assert "as in tests/test_models.py:" in factories
     assert '[tool.fxscope.targets.wrapper]\nfactory = "fxscope_targets:build_wrapper"' in pyproject
     assert "# [tool.fxscope.targets.unknown]" in pyproject  # a template to fill in, commented out
-    assert "def build_unknown():" in factories and "Unknown(secret_name=...)" in factories
+    assert "def build_unknown():" in factories and "Unknown(secret=...)" in factories
     assert "outer" not in pyproject  # built with its defaults: nothing to pin
     again = subprocess.run([sys.executable, "-m", "fxscope", "init"], cwd=tmp_path, env=env,
                            capture_output=True, text=True, timeout=300)

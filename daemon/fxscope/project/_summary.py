@@ -65,6 +65,9 @@ class ClassInfo:
     #: For an ``__init__`` taking only ``**kwargs``: the names its body reads from them without a
     #: default (``kwargs["dim"]``, ``kwargs.get("dim")``); None for any other constructor.
     kwargs_reads: tuple[str, ...] | None = None
+    #: Required ``__init__`` parameters its body uses as sizes (``nn.Linear(dim, dim)``, ``range(n)``,
+    #: ``torch.zeros(size, 4)``, ``dim * 4``): ints, as a reader of the class would take them.
+    int_params: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -101,7 +104,7 @@ class Summary:
             "classes": {k: [c.line, list(c.bases), c.members, sorted(c.abstract),
                             None if c.init_required is None else list(c.init_required),
                             c.annotations, c.config_class, c.defaults, c.fields_init,
-                            None if c.kwargs_reads is None else list(c.kwargs_reads)]
+                            None if c.kwargs_reads is None else list(c.kwargs_reads), list(c.int_params)]
                         for k, c in self.classes.items()},
             "imports": [[lvl, mod, None if names is None else list(names)] for lvl, mod, names in self.imports],
             "error": None if self.error is None else list(self.error),
@@ -117,9 +120,9 @@ class Summary:
             name: ClassInfo(name, int(line), tuple(bases), dict(members), frozenset(abstract),
                             None if init is None else tuple(init), dict(annotations),
                             None if config_class is None else str(config_class), dict(defaults), bool(fields_init),
-                            None if reads is None else tuple(str(r) for r in reads))
-            for name, (line, bases, members, abstract, init, annotations, config_class, defaults, fields_init, reads)
-            in data["classes"].items()
+                            None if reads is None else tuple(str(r) for r in reads), tuple(str(p) for p in ints))
+            for name, (line, bases, members, abstract, init, annotations, config_class, defaults, fields_init, reads,
+                       ints) in data["classes"].items()
         }
         return cls(
             {k: tuple(v) for k, v in data["bindings"].items()},
@@ -230,6 +233,7 @@ def _class_info(node: ast.ClassDef) -> ClassInfo:
     config_class: str | None = None
     defaults: dict[str, int | float | str | bool] = {}
     reads: tuple[str, ...] | None = None
+    ints: tuple[str, ...] = ()
     for stmt in _class_body(node.body):
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
             members[stmt.name] = stmt.lineno
@@ -241,6 +245,7 @@ def _class_info(node: ast.ClassDef) -> ClassInfo:
                 init = _required(stmt)
                 if init and init[-1].startswith("**"):
                     reads = _kwargs_reads(stmt, init[-1][2:], defaults)
+                ints = _int_params(stmt, frozenset(init))
                 for arg in [*stmt.args.posonlyargs, *stmt.args.args, *stmt.args.kwonlyargs]:
                     found = _annotation(arg.annotation)
                     if found:
@@ -276,7 +281,42 @@ def _class_info(node: ast.ClassDef) -> ClassInfo:
     if fields_init:
         init = tuple(fields)
     return ClassInfo(node.name, node.lineno, bases, members, frozenset(abstract), init, annotations, config_class,
-                     defaults, fields_init, reads)
+                     defaults, fields_init, reads, ints)
+
+
+#: Callables whose arguments are sizes: torch.nn layers and tensor factories, ``range``.
+_SIZED = frozenset({"Linear", "Bilinear", "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d",
+                    "ConvTranspose3d", "Embedding", "EmbeddingBag", "LayerNorm", "RMSNorm", "BatchNorm1d",
+                    "BatchNorm2d", "BatchNorm3d", "GroupNorm", "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d",
+                    "LSTM", "GRU", "RNN", "LSTMCell", "GRUCell", "MultiheadAttention", "TransformerEncoderLayer",
+                    "TransformerDecoderLayer", "PixelShuffle", "Upsample", "MaxPool1d", "MaxPool2d", "AvgPool1d",
+                    "AvgPool2d", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "zeros", "ones", "empty", "randn", "rand",
+                    "full", "arange", "eye", "range"})
+_INT_OPS = (ast.Add, ast.Sub, ast.Mult, ast.FloorDiv, ast.Mod, ast.Pow, ast.LShift)
+
+
+def _int_params(func: ast.FunctionDef | ast.AsyncFunctionDef, params: frozenset[str]) -> tuple[str, ...]:
+    """The ``params`` an ``__init__`` body uses as sizes (see :attr:`ClassInfo.int_params`)."""
+    found: list[str] = []
+
+    def sizes(node: ast.expr) -> None:  # a name in an argument, through arithmetic only
+        if isinstance(node, ast.Name) and node.id in params:
+            found.append(node.id)
+        elif isinstance(node, ast.BinOp) and isinstance(node.op, _INT_OPS):
+            sizes(node.left)
+            sizes(node.right)
+
+    for node in ast.walk(func):
+        if isinstance(node, ast.Call) and (_dotted(node.func) or "").rsplit(".", 1)[-1] in _SIZED:
+            for arg in [*node.args, *(k.value for k in node.keywords)]:
+                sizes(arg)
+        elif isinstance(node, ast.BinOp) and isinstance(node.op, _INT_OPS):
+            sides = (node.left, node.right)
+            if any(isinstance(s, ast.Constant) and type(s.value) is int for s in sides):
+                for side in sides:
+                    if isinstance(side, ast.Name) and side.id in params:
+                        found.append(side.id)
+    return tuple(dict.fromkeys(found))
 
 
 def _kwargs_reads(func: ast.FunctionDef | ast.AsyncFunctionDef, kwargs: str,

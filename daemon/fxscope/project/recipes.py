@@ -126,7 +126,7 @@ def _file_interface(summary: Summary) -> str:
         return found[1]
     classes = {name: (c.bases, sorted(c.members), sorted(c.abstract), c.init_required, sorted(c.annotations.items()),
                       c.config_class, sorted(k for k, v in c.defaults.items() if v and policy.weights_off(k)),
-                      c.fields_init, c.kwargs_reads)  # other defaults reach candidates as values for names
+                      c.fields_init, c.kwargs_reads, c.int_params)  # other defaults: values for names
                for name, c in sorted(summary.classes.items())}
     bindings = sorted((name, binding[:2] if binding[0] == "def" else binding)  # a function's line: not read
                       for name, binding in summary.bindings.items())
@@ -503,7 +503,8 @@ class RecipeIndex:
     def _placeholder_calls(self, owner: _ClassKey, ref: Ref, params: tuple[str, ...], depth: int) -> list[Call]:
         """``ref(p=value, ...)`` with a placeholder for every parameter of ``owner``'s constructor:
         a workspace module class that fits a sub-network parameter, a small value its name or
-        annotation calls for, else a small int (:data:`~fxscope.project.policy.SEARCH_INTS`); a
+        annotation calls for, else, for a parameter the constructor uses as a size
+        (``nn.Linear(k, k)``), a small int (:data:`~fxscope.project.policy.SEARCH_INTS`); a
         second call with the second choice of each parameter that has one. Tracing seldom depends
         on sizes: the placeholders decide whether the class builds, and the build is as real as
         any other (a hypothesis: see :mod:`fxscope.job.hypothesis`)."""
@@ -524,10 +525,9 @@ class RecipeIndex:
         value = _placeholder(param, annotation)
         if networks:
             return networks + ([value] if isinstance(value, Call) else [])
-        if value is None:
-            if (annotation and annotation not in ("int", "float")) or not policy.searchable(param):
-                return []  # a type or a name that says what it holds, and it is none of ours
-            return [Lit(v) for v in policy.SEARCH_INTS]
+        if value is None:  # the small search, for an int the class itself says it is
+            ints = annotation == "int" or (not annotation and param in self._info(owner).int_params)
+            return [Lit(v) for v in policy.SEARCH_INTS] if ints and policy.searchable(param) else []
         if isinstance(value, Lit) and _PAIR_NAME.search(param.lower()):
             return [value, Seq("tuple", (value, value))]  # `H, W = self.input_resolution`
         return [value]
