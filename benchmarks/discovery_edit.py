@@ -9,7 +9,8 @@ different model file, and times the re-discovery:
 - ``body``: a line inserted into a method body (every line below it moves);
 - ``default``: a constructor's int default changed (``depth = 6`` to ``7``: the workspace's values
   for that parameter name change);
-- ``binding``: a module-level name added at the end of a file (what names resolve to may change);
+- ``binding``: a module-level name bound to a plain value, added at the end of a file;
+- ``import``: an import added at the top of a file (what names resolve to may change everywhere);
 - ``same``: the file saved unchanged (what a save or a reopen costs).
 
 It prints the cold time, then per edit kind the median and maximum of the re-discovery times, and
@@ -45,6 +46,8 @@ def edited(text: str, kind: str, n: int) -> str:
     """``text`` with one edit of ``kind`` (see the module docstring)."""
     if kind == "same":
         return text
+    if kind == "import":
+        return f"import math as _fxscope_bench_{n}\n" + text
     if kind == "binding":
         return text + f"\n\n_fxscope_bench_{n} = {n}\n"
     if kind == "default":
@@ -72,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
     classes = sum(t.kind == "class" for t in result.targets)
     print(f"{args.repo.name}: {len(result.files)} files, {classes} class targets, cold discovery {cold:.3f} s")
     files = model_files(config.root, args.edits)
-    for kind in ("body", "default", "binding", "same"):
+    for kind in ("body", "default", "binding", "import", "same"):
         times = []
         for n, path in enumerate(files):
             overlay = {path: edited(path.read_text(errors="replace"), kind, n)}

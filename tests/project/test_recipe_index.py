@@ -64,6 +64,8 @@ EDITS = [
     ("pkg/layers.py", "class Wrapper", "Blocks = None\n\n\nclass Wrapper"),  # a new module-level name
     ("tests/test_net.py", "Net(width=12)", "Net(width=12)\n    Wrapper(block=Block(4), scale=2)"),  # a call site
     ("tests/test_net.py", "from pkg.models import Net", "from pkg.layers import Block, Wrapper\nfrom pkg.models import Net"),
+    ("pkg/models.py", "from pkg.layers import Block", "from pkg.layers import *"),  # a star import
+    ("pkg/layers.py", "Blocks = None", "Blocks = None\nscale = 2"),  # a plain name a star import binds
     ("pkg/layers.py", "class Block(", "class Block2("),  # a class renamed: names resolve elsewhere
 ]
 

@@ -145,12 +145,17 @@ def rank(found: Iterable[Recipe]) -> tuple[Recipe, ...]:
     def key(r: Recipe) -> tuple[int, tuple[int, int], int, str, int]:
         stage = 0 if r.kind == "defaults" else (_GUESSES.index(r.kind) + 2 if r.kind in _GUESSES else 1)
         # placeholders keep the order they were made in: each parameter's first choice first
-        return stage, (0, 0) if r.kind == "placeholder" else r.cost(), order[r.kind], r.file, r.line
+        return stage, (0, 0) if r.kind == "placeholder" else _cost(r), order[r.kind], r.file, r.line
 
     unique: dict[Expr, Recipe] = {}
     for recipe in sorted(found, key=key):
         unique.setdefault(recipe.expr, recipe)
     return tuple(itertools.islice(unique.values(), MAX_RECIPES))
+
+
+@functools.lru_cache(maxsize=1 << 14)
+def _cost(recipe: Recipe) -> tuple[int, int]:
+    return recipe.cost()  # recipes come again after every edit: sized once
 
 
 def better_build(size: tuple[int, int], best: tuple[int, int] | None) -> bool:

@@ -120,7 +120,9 @@ def _digest(value: Any) -> str:
 def _file_interface(summary: Summary) -> str:
     """A digest of what resolving names through a file reads: its bindings, imports, notebook
     cells and its classes' names, bases, members and constructors (not their lines, nor the
-    values of their defaults: those are read as the workspace's values for their names)."""
+    values of their defaults: those are read as the workspace's values for their names). Names
+    bound to plain values are left out: they resolve to nothing importable, and only matter to
+    files that import them all (``from mod import *``: see :class:`RecipeIndex`)."""
     found = _INTERFACES.get(id(summary))
     if found is not None and found[0] is summary:
         return found[1]
@@ -129,7 +131,7 @@ def _file_interface(summary: Summary) -> str:
                       c.fields_init, c.kwargs_reads, c.int_params)  # other defaults: values for names
                for name, c in sorted(summary.classes.items())}
     bindings = sorted((name, binding[:2] if binding[0] == "def" else binding)  # a function's line: not read
-                      for name, binding in summary.bindings.items())
+                      for name, binding in summary.bindings.items() if binding[0] != "other")
     digest = _digest((bindings, summary.stars, summary.imports, summary.cells, classes))
     _remember(_INTERFACES, id(summary), (summary, digest))
     return digest
@@ -174,8 +176,12 @@ class RecipeIndex:
         self._built: dict[_ClassKey, Expr | None] = {}  # _network_expr, once per class
         self._reads: list[tuple[str, Any, int]] | None = None  # what the class being computed read
         self._digests: dict[tuple[str, Any], int] = {}
-        self.interface = _digest(sorted((rel, ws.module_of.get(rel), _file_interface(summary))
-                                        for rel, summary in ws.summaries.items()))
+        starred = {ws.modules.get(ws.absolute(rel, level, module) or "")
+                   for rel, summary in ws.summaries.items() for level, module in summary.stars}
+        self.interface = _digest(sorted(
+            (rel, ws.module_of.get(rel), _file_interface(summary),
+             sorted(summary.bindings) if rel in starred else None)  # what `import *` of it binds
+            for rel, summary in ws.summaries.items()))
         self.reused = 0  # files and classes taken from the caches (for measurements)
         facts = [(rel, self._facts(rel, summary)) for rel, summary in sorted(ws.summaries.items())]
         for rel, fact in facts:
@@ -191,6 +197,11 @@ class RecipeIndex:
         for rel, fact in facts:
             for name, value, line in fact.defaults:
                 self.vocabulary.setdefault(name, []).append((value, rel, line))
+        self._notebooks = any(is_notebook(rel) for rel in ws.summaries)
+        #: whether any candidate can ask for weights: a keyword the workspace passes, or a
+        #: workspace class's default, named like a pretrained-weight parameter
+        self._weighty = any(policy.weights_off(name) is not None
+                            for name in itertools.chain(self.vocabulary, self._loose, self.networks))
 
     def _facts(self, rel: str, summary: Summary) -> _FileFacts:
         """The facts of one file (see :class:`_FileFacts`), from the cache when its content and the
@@ -458,9 +469,9 @@ class RecipeIndex:
             found += self._invented_recipes(key, required)
         except (_Unresolved, RecursionError):
             pass
-        if not is_notebook(rel):  # a module cannot import what a notebook defines
+        if self._notebooks and not is_notebook(rel):  # a module cannot import what a notebook defines
             found = [r for r in found if not any(is_notebook(ref.module) for ref in resolved_refs(r.expr))]
-        return policy.rank(self._weights_off(r) for r in found)
+        return policy.rank(self._weights_off(r) for r in found) if self._weighty else policy.rank(found)
 
     def defaults(self, rel: str, name: str) -> Recipe:
         """``Net()`` at the class's line: the build from the constructor's defaults."""
@@ -602,12 +613,31 @@ class RecipeIndex:
     def _weights_off(self, recipe: Recipe) -> Recipe:
         """``recipe`` with every pretrained-weight parameter off (``pretrained=False``), those the
         workspace's classes default on included: fxscope never downloads."""
+        if not self._asks_weights(recipe.expr):
+            return recipe
         expr = self._no_download(recipe.expr)
         if expr == recipe.expr:
             return recipe
         assert isinstance(expr, Call)
         name = recipe.expr.func.path[-1] if recipe.kind != "defaults" else recipe.expr.func.path[0]
         return Recipe(expr, recipe.kind, recipe.file, recipe.line, _text(name, expr), recipe.cell)
+
+    def _asks_weights(self, expr: Expr) -> bool:
+        """Whether a keyword inside ``expr``, or a default of a workspace class it calls, is a
+        pretrained-weight parameter (what :meth:`_no_download` turns off)."""
+        if isinstance(expr, Call):
+            if any(policy.weights_off(k) is not None or self._asks_weights(v) for k, v in expr.kwargs):
+                return True
+            key = self._by_ref.get((expr.func.module, expr.func.path[0])) if len(expr.func.path) == 1 else None
+            if key is not None and any(v and policy.weights_off(k) is not None for k, v in self._info(key).defaults.items()):
+                return True
+            return any(self._asks_weights(e) for e in (*expr.args, *expr.splats))
+        if isinstance(expr, Seq):
+            return any(self._asks_weights(i) for i in expr.items)
+        if isinstance(expr, Setattrs):
+            return self._asks_weights(expr.base) or any(policy.weights_off(k) is not None or self._asks_weights(v)
+                                                        for k, v in expr.attrs)
+        return False
 
     def _no_download(self, expr: Expr) -> Expr:
         if isinstance(expr, Call):
@@ -759,6 +789,7 @@ def _plain(value: Expr) -> bool:
     return isinstance(value, (Lit, RefExpr))
 
 
+@functools.lru_cache(maxsize=1 << 14)
 def _text(name: str, call: Call) -> str:
     """``Name(p=v, ...)`` as a user would write it (references by their last two names)."""
     _, code, _ = render_python(call)
