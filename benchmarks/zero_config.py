@@ -19,7 +19,7 @@ the same cache, and prints:
   frame of plain fx's traceback is among fxscope's error locations (a finding's line or anchor).
   A false error is an fxscope error where plain fx traces; a missed failure the opposite.
 - the eager re-check: every target with errors whose build fxscope made on its own (a ``build``
-  record) is, where plain fx fails too, rebuilt once more in that fresh process and run eagerly
+  record) is, where plain fx fails too, rebuilt once more in a fresh process of its own and run eagerly
   (``forward`` on an input shaped for its first layer: an image for a convolution, token ids for
   an embedding, features for a linear layer; meta tensors). ``r``: the forward runs, so the error
   is fx's; ``bf``: it fails with the same exception at the same line for every input tried, so the
@@ -410,15 +410,16 @@ def plain_fx(repo_dir: Path, target: dict[str, Any]) -> dict[str, Any]:
         model, concrete = rebuild(repo_dir, target)
     except BaseException as e:  # noqa: BLE001 - user code may raise anything
         return {"rebuilt": False, "error": f"{type(e).__name__}: {e}"[:500]}
+    eager = target.get("_eager")
+    if eager is not None:  # the eager re-check, in a process of its own (fx's trace leaves state behind:
+        # einops caches its recipes with the proxies of the trace)
+        location = tuple(eager["location"]) if eager.get("location") else None
+        return {"rebuilt": True, "eager": eager_verdict(repo_dir, model, eager["error_type"], location)}
     try:
         torch.fx.symbolic_trace(model, concrete_args=concrete)
     except BaseException as e:  # noqa: BLE001
-        location = innermost_workspace_frame(repo_dir, e)
-        out = {"rebuilt": True, "traced": False, "error": f"{type(e).__name__}: {e}"[:500], "location": location}
-        if target.get("build") is not None and concrete is None:  # an automatic build: is it the build's fault?
-            model, _ = rebuild(repo_dir, target)  # a model of its own: fx's trace may have changed the first
-            out["eager"] = eager_verdict(repo_dir, model, type(e).__name__, location)
-        return out
+        return {"rebuilt": True, "traced": False, "error": f"{type(e).__name__}: {e}"[:500],
+                "location": innermost_workspace_frame(repo_dir, e), "concrete": concrete is not None}
     return {"rebuilt": True, "traced": True}
 
 
@@ -467,7 +468,8 @@ def eager_verdict(repo_dir: Path, model: Any, error_type: str, location: Any) ->
             with torch.no_grad():
                 model(x)
         except BaseException as e:  # noqa: BLE001 - model code may raise anything
-            if type(e).__name__ == error_type and innermost_workspace_frame(repo_dir, e) == location:
+            if type(e).__name__ == error_type and innermost_workspace_frame(repo_dir, e) == (
+                    tuple(location) if location else None):
                 same += 1
             continue
         return "runs"
@@ -514,7 +516,10 @@ def agreement(python: str, repo_dir: Path, report: dict[str, Any], timeout: floa
         else:
             result.misplaced.append(f"{tid}: plain fx at {plain['location']}, fxscope at "
                                     + ", ".join(f"{f['file']}:{f['line']}" for f in ours))
-        if ours and "eager" in plain:
+        if ours and not plain["traced"] and target.get("build") is not None and not plain.get("concrete"):
+            # an automatic build: is it the build's fault? The same build, eagerly, in a fresh process
+            check = dict(target, _eager={"error_type": plain["error"].split(":")[0], "location": plain["location"]})
+            plain["eager"] = plain_fx_in_fresh_process(python, repo_dir, check, timeout).get("eager", "inconclusive")
             if plain["eager"] == "runs":
                 result.eager_runs += 1
             elif plain["eager"] == "same":
