@@ -18,10 +18,18 @@ the same cache, and prints:
   fxscope reports an error exactly when plain fx fails and, when it fails, the innermost workspace
   frame of plain fx's traceback is among fxscope's error locations (a finding's line or anchor).
   A false error is an fxscope error where plain fx traces; a missed failure the opposite.
+- the eager re-check: every target with errors whose build fxscope made on its own (a ``build``
+  record) is, where plain fx fails too, rebuilt once more in a fresh process of its own and run eagerly
+  (``forward`` on an input shaped for its first layer: an image for a convolution, token ids for
+  an embedding, features for a linear layer; meta tensors). ``r``: the forward runs, so the error
+  is fx's; ``bf``: it fails with the same exception at the same line for every input tried, so the
+  failure is the build's (a made-up value that does not fit), which must never be reported as an
+  error; ``?``: no input could be made or it failed elsewhere (inconclusive).
 
 In the table, targets by status are t(raced) p(artial) f(ailed) e(rror) s(kipped), and the agreement
 column is ``agree/compared`` then fe (false errors), mi (missed failures), mp (misplaced: plain fx
-fails on a line fxscope does not report) and nr (not rebuilt); each one is listed under the row.
+fails on a line fxscope does not report), nr (not rebuilt), and the eager re-check (r, bf, ?);
+each one is listed under the row.
 Then the totals: the share of classes reached overall and per repository, the agreement figures,
 and each repository's figures against the "before" figures recorded in ``REPOS`` (measured on the
 code before zero-config construction).
@@ -45,6 +53,9 @@ totalled apart::
     .venv-corpus/bin/pip install -e . PACKAGES...     # the union of REPOS' packages (--print-setup)
     .venv-corpus/bin/pip install --no-deps torchvision==0.28.0
     .venv-corpus/bin/python benchmarks/zero_config.py --patch-torchvision
+
+A checkout of the corpus directory that ``REPOS`` does not list is measured too when ``--repos``
+names it by its directory name (``OWNER+NAME``), with no recorded figures.
 
 Usage: .venv-corpus/bin/python benchmarks/zero_config.py --corpus DIR [--repos nanoGPT,whisper]
        [--no-agreement] [--json OUT]
@@ -222,6 +233,11 @@ class Agreement:
     missed: list[str] = field(default_factory=list)  # plain fx fails, fxscope has no error
     misplaced: list[str] = field(default_factory=list)  # both fail; plain fx's line not among fxscope's
     not_rebuilt: list[str] = field(default_factory=list)  # the rebuild itself raised or timed out
+    #: Errors of automatic builds re-run eagerly on the same build: the forward runs (the error is
+    #: fx's), fails the same way (the build's fault: must stay empty), or no input fitted.
+    eager_runs: int = 0
+    build_faults: list[str] = field(default_factory=list)
+    eager_inconclusive: int = 0
 
 
 @dataclass
@@ -394,12 +410,70 @@ def plain_fx(repo_dir: Path, target: dict[str, Any]) -> dict[str, Any]:
         model, concrete = rebuild(repo_dir, target)
     except BaseException as e:  # noqa: BLE001 - user code may raise anything
         return {"rebuilt": False, "error": f"{type(e).__name__}: {e}"[:500]}
+    eager = target.get("_eager")
+    if eager is not None:  # the eager re-check, in a process of its own (fx's trace leaves state behind:
+        # einops caches its recipes with the proxies of the trace)
+        location = tuple(eager["location"]) if eager.get("location") else None
+        return {"rebuilt": True, "eager": eager_verdict(repo_dir, model, eager["error_type"], location)}
     try:
         torch.fx.symbolic_trace(model, concrete_args=concrete)
     except BaseException as e:  # noqa: BLE001
         return {"rebuilt": True, "traced": False, "error": f"{type(e).__name__}: {e}"[:500],
-                "location": innermost_workspace_frame(repo_dir, e)}
+                "location": innermost_workspace_frame(repo_dir, e), "concrete": concrete is not None}
     return {"rebuilt": True, "traced": True}
+
+
+def example_inputs(model: Any) -> list[Any]:
+    """Inputs to try for an eager run of a one-argument ``forward``: shaped for the model's first
+    layer (an image for a convolution, token ids for an embedding, features for a linear layer)."""
+    import inspect
+
+    import torch
+    from torch import nn
+
+    try:
+        params = [p for p in inspect.signature(model.forward).parameters.values()
+                  if p.default is inspect.Parameter.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    except (TypeError, ValueError):
+        return []
+    if len(params) != 1:
+        return []
+    device = next((p.device for p in model.parameters()), torch.device("cpu"))
+    for layer in model.modules():
+        if isinstance(layer, nn.Conv2d):
+            return [torch.zeros(2, layer.in_channels, s, s, device=device) for s in (32, 64, 224)]
+        if isinstance(layer, nn.Conv1d):
+            return [torch.zeros(2, layer.in_channels, s, device=device) for s in (64, 256)]
+        if isinstance(layer, nn.Conv3d):
+            return [torch.zeros(2, layer.in_channels, 8, 32, 32, device=device)]
+        if isinstance(layer, nn.Embedding):
+            return [torch.zeros(2, s, dtype=torch.long, device=device) for s in (16, 64)]
+        if isinstance(layer, nn.Linear):
+            return [torch.zeros(2, 16, layer.in_features, device=device), torch.zeros(2, layer.in_features, device=device)]
+    return []
+
+
+def eager_verdict(repo_dir: Path, model: Any, error_type: str, location: Any) -> str:
+    """The same build run eagerly: ``runs`` (the error is fx's), ``same`` (it fails with the same
+    exception at the same line for every input tried: the build's fault), else ``inconclusive``
+    (no input could be made, or it fails elsewhere: a guessed input that does not fit)."""
+    import torch
+
+    inputs = example_inputs(model)
+    if not inputs:
+        return "inconclusive"
+    same = 0
+    for x in inputs:
+        try:
+            with torch.no_grad():
+                model(x)
+        except BaseException as e:  # noqa: BLE001 - model code may raise anything
+            if type(e).__name__ == error_type and innermost_workspace_frame(repo_dir, e) == (
+                    tuple(location) if location else None):
+                same += 1
+            continue
+        return "runs"
+    return "same" if same == len(inputs) else "inconclusive"
 
 
 def plain_fx_in_fresh_process(python: str, repo_dir: Path, target: dict[str, Any], timeout: float) -> dict[str, Any]:
@@ -442,6 +516,17 @@ def agreement(python: str, repo_dir: Path, report: dict[str, Any], timeout: floa
         else:
             result.misplaced.append(f"{tid}: plain fx at {plain['location']}, fxscope at "
                                     + ", ".join(f"{f['file']}:{f['line']}" for f in ours))
+        if ours and not plain["traced"] and target.get("build") is not None and not plain.get("concrete"):
+            # an automatic build: is it the build's fault? The same build, eagerly, in a fresh process
+            check = dict(target, _eager={"error_type": plain["error"].split(":")[0], "location": plain["location"]})
+            plain["eager"] = plain_fx_in_fresh_process(python, repo_dir, check, timeout).get("eager", "inconclusive")
+            if plain["eager"] == "runs":
+                result.eager_runs += 1
+            elif plain["eager"] == "same":
+                result.build_faults.append(f"{tid}: eager {plain['error']} at {plain['location']} too "
+                                           f"(built as {target['build']['text']})")
+            else:
+                result.eager_inconclusive += 1
         if verbose:
             print(f"    {tid}: plain fx {'traces' if plain['traced'] else 'fails'}, fxscope "
                   f"{len(ours)} error(s)", flush=True)
@@ -479,7 +564,8 @@ def fmt_status(by_status: dict[str, int]) -> str:
 def print_row(r: RepoResult) -> None:
     a = r.agreement
     agree = (f"{a.agree}/{a.compared} fe{len(a.false_errors)} mi{len(a.missed)} mp{len(a.misplaced)}"
-             f" nr{len(a.not_rebuilt)}") if a else "-"
+             f" nr{len(a.not_rebuilt)} eager r{a.eager_runs} bf{len(a.build_faults)} ?{a.eager_inconclusive}"
+             ) if a else "-"
     print(f"{r.name:40} {r.classes:5} {r.reached:5} {r.share:6.1%} {r.errors:5} {r.fxs405:5} "
           f"{fmt_status(r.by_status):24} {r.first_s:7.1f} {r.cached_s:6.2f}  {agree}", flush=True)
 
@@ -492,7 +578,8 @@ def print_details(r: RepoResult, before: Figures | None) -> None:
     a = r.agreement
     if a:
         for label, items in (("FALSE ERROR", a.false_errors), ("missed failure", a.missed),
-                             ("misplaced", a.misplaced), ("not rebuilt", a.not_rebuilt)):
+                             ("misplaced", a.misplaced), ("not rebuilt", a.not_rebuilt),
+                             ("BUILD'S FAULT (eager fails the same way)", a.build_faults)):
             for item in items:
                 print(f"    {label}: {item}")
     if before is not None and before != r.figures():
@@ -511,6 +598,7 @@ def share_line(label: str, results: list[RepoResult]) -> str:
 def totals(results: list[RepoResult], python: str) -> None:
     """The figures over every repository measured (``python``: the interpreter that ran fxscope)."""
     repos = {repo.name: repo for repo in REPOS}
+    repos.update({r.name: Repo(r.name, "", r.kind) for r in results if r.name not in repos})
     print()
     print(share_line("total", results))
     blocked = [r for r in results if repos[r.name].needs_torchvision] if not torchvision_imports(python) else []
@@ -527,6 +615,10 @@ def totals(results: list[RepoResult], python: str) -> None:
               f"false errors {sum(len(a.false_errors) for a in agreed)}, missed failures "
               f"{sum(len(a.missed) for a in agreed)}, misplaced {sum(len(a.misplaced) for a in agreed)}, "
               f"not rebuilt {sum(len(a.not_rebuilt) for a in agreed)}")
+        print(f"errors of automatic builds re-run eagerly on the same build in a fresh process: "
+              f"{sum(a.eager_runs for a in agreed)} run (fx's error), "
+              f"{sum(len(a.build_faults) for a in agreed)} fail the same way (the build's fault), "
+              f"{sum(a.eager_inconclusive for a in agreed)} inconclusive (no fitting input)")
     befores = [(r, b) for r in results if (b := repos[r.name].before) is not None]
     if befores:
         bc, br = sum(b.classes for _, b in befores), sum(b.reached for _, b in befores)
@@ -576,14 +668,26 @@ def print_setup(corpus: Path, repos: list[Repo]) -> None:
     print(".venv-corpus/bin/python benchmarks/zero_config.py --patch-torchvision")
 
 
-def select(spec: str | None) -> list[Repo]:
+def select(spec: str | None, corpus: Path | None = None) -> list[Repo]:
+    """The repositories ``spec`` names: those of :data:`REPOS`, and any other checkout of the
+    corpus by its directory name (``OWNER+NAME``: measured with no recorded figures)."""
     if not spec:
         return list(REPOS)
     wanted = [s.strip().lower() for s in spec.split(",") if s.strip()]
-    chosen = [r for r in REPOS if any(w in (r.name.lower(), r.name.lower().split("/")[1], r.dirname.lower())
-                                      for w in wanted)]
-    unknown = [w for w in wanted if not any(w in (r.name.lower(), r.name.lower().split("/")[1], r.dirname.lower())
-                                            for r in REPOS)]
+
+    def named(w: str, r: Repo) -> bool:
+        return w in (r.name.lower(), r.name.lower().split("/")[1], r.dirname.lower())
+
+    chosen = [r for r in REPOS if any(named(w, r) for w in wanted)]
+    others = {d.name.lower(): d.name for d in corpus.iterdir() if "+" in d.name} if corpus and corpus.is_dir() else {}
+    unknown = []
+    for w in wanted:
+        if any(named(w, r) for r in REPOS):
+            continue
+        if w.replace("/", "+") in others:
+            chosen.append(Repo(others[w.replace("/", "+")].replace("+", "/", 1), "", "outside the recorded corpus"))
+        else:
+            unknown.append(w)
     if unknown:
         raise SystemExit(f"unknown repositories: {', '.join(unknown)} (known: {', '.join(r.name for r in REPOS)})")
     return chosen
@@ -617,7 +721,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.patch_torchvision:
         print(patch_torchvision())
         return 0
-    repos = select(args.repos)
+    repos = select(args.repos, args.corpus)
     if args.print_setup:
         print_setup(args.print_setup, repos)
         return 0

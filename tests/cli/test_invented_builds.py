@@ -38,6 +38,17 @@ SWIN = {
                 return self.reduction(x)
 
 
+        class PatchSplit3d(nn.Module):  # MARK class3d
+            def __init__(self, input_resolution, dim):
+                super().__init__()
+                self.input_resolution = input_resolution
+                self.proj = nn.Linear(dim, dim)
+
+            def forward(self, x):
+                D, H, W = self.input_resolution  # MARK unpack3d
+                return self.proj(x.view(x.size(0), D, H, W, -1))
+
+
         if hasattr(nn, "SiLU"):
             Swish = nn.SiLU
         else:
@@ -197,17 +208,31 @@ def models(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, CheckRun]:
     return root, run_check(root, "--show-info", timeout=300)
 
 
-def test_an_invented_int_that_breaks_the_build_is_could_not_build(swin: tuple[Path, CheckRun]) -> None:
+def test_an_invented_int_that_breaks_the_build_gives_way_to_a_pair(swin: tuple[Path, CheckRun]) -> None:
+    """`H, W = self.input_resolution` with the placeholder int is the build's fault: rejected, and
+    the next placeholder candidate (a pair, for a resolution) builds and traces."""
     root, run = swin
-    (info,) = run.findings("pkg/swin.py::PatchMerging")
-    assert (info["code"], info["severity"]) == ("FXS405", "info")
-    assert info["line"] == locate(root, "pkg/swin.py", "MARK class")[0]
-    message = info["message"]  # what was tried, and why it was rejected
-    assert "`PatchMerging(input_resolution=32, dim=16)` (placeholder" in message
-    assert "cannot unpack non-iterable int object" in message and "invented input_resolution=32" in message
-    assert run.targets["pkg/swin.py::PatchMerging"]["status"] == "skipped"
-    assert "build" not in run.targets["pkg/swin.py::PatchMerging"]
+    target = run.targets["pkg/swin.py::PatchMerging"]
+    assert target["status"] == "traced" and not run.findings("pkg/swin.py::PatchMerging")
+    assert target["build"]["kind"] == "placeholder"
+    assert target["build"]["text"] == "PatchMerging(input_resolution=(32, 32), dim=16)"
     unpack, _ = locate(root, "pkg/swin.py", "MARK unpack")
+    assert not [f for f in run.report["findings"] if f["line"] == unpack]
+
+
+def test_when_no_invented_value_fits_the_class_is_could_not_build(swin: tuple[Path, CheckRun]) -> None:
+    root, run = swin
+    (info,) = run.findings("pkg/swin.py::PatchSplit3d")
+    assert (info["code"], info["severity"]) == ("FXS405", "info")
+    assert info["line"] == locate(root, "pkg/swin.py", "MARK class3d")[0]
+    message = info["message"]  # what was tried, and why each was rejected
+    assert "`PatchSplit3d(input_resolution=32, dim=16)` (placeholder" in message
+    assert "cannot unpack non-iterable int object" in message and "invented input_resolution=32" in message
+    assert "`PatchSplit3d(input_resolution=(32, 32), dim=16)` (placeholder" in message
+    assert "not enough values to unpack" in message
+    assert run.targets["pkg/swin.py::PatchSplit3d"]["status"] == "skipped"
+    assert "build" not in run.targets["pkg/swin.py::PatchSplit3d"]
+    unpack, _ = locate(root, "pkg/swin.py", "MARK unpack3d")
     assert not [f for f in run.report["findings"] if f["line"] == unpack]
     assert run.rc == 0  # infos only: the exit code of a clean check
 

@@ -254,7 +254,7 @@ from torch import nn
 class Scaled(nn.Module):
     def __init__(self, secret, scale=2.0):
         super().__init__()
-        self.proj = nn.Linear(secret, secret)
+        self.proj = nn.Linear(*secret)
         self.scale = scale
 
     def forward(self, x):

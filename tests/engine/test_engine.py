@@ -84,7 +84,7 @@ WORKSPACE = {
         class NeedsArgs(nn.Module):  # MARK needs-args
             def __init__(self, knob, depth=2):  # `knob` says nothing: fxscope cannot guess a value
                 super().__init__()
-                self.fc = nn.Linear(knob, knob)
+                self.fc = nn.Linear(*knob)  # a pair: no int is guessed for it
 
             def forward(self, x):
                 return self.fc(x)

@@ -22,7 +22,7 @@ from torch import nn
 class Scaled(nn.Module):
     def __init__(self, secret, scale=2.0):  # a name that says nothing: fxscope cannot build it
         super().__init__()
-        self.proj = nn.Linear(secret, secret)
+        self.proj = nn.Linear(*secret)  # a pair: no int is guessed for it
         self.scale = scale
 
     def forward(self, x):

@@ -4,42 +4,27 @@ and what to say when nothing built or the build invented its values."""
 from __future__ import annotations
 
 import inspect
-import sys
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any, Callable
 
-from fxscope.job.construct import AutomaticBuild, build_automatically
+from fxscope.job.construct import Attempt, AutomaticBuild, build_automatically
 from fxscope.job.failures import one_line, tb_locations
-from fxscope.job.safe_module import notebook_of
 from fxscope.model.finding import Finding
 from fxscope.model.location import Location
-from fxscope.model.recipe import Call, Recipe, Ref
+from fxscope.model.recipe import Recipe
+from fxscope.project import policy
 from fxscope.project.discovery import Target
 
 __all__ = ["build_class", "needs_arguments", "parameterless_failure", "say_invented"]
 
 
-def _defaults_recipe(target: Target) -> Recipe:
-    """``Net()`` at the class line: the build from the constructor's defaults."""
-    line, cell = max(target.line, 1), None
-    nb = notebook_of(sys.modules.get(target.module or ""))
-    where = nb.locate(line) if nb is not None else None
-    if where is not None:
-        cell, line = where
-    return Recipe(Call(Ref(target.module or "", (target.qualname or "",))), "defaults", target.file, line,
-                  f"{target.qualname}()", cell)
-
-
 def build_class(cls: Any, target: Target, build: Callable[[Callable[[], Any]], Any],
                 is_user_file: Callable[[str], bool], rejected: tuple[Recipe, ...] = ()) -> AutomaticBuild:
-    """Build a class target from its defaults (when it needs no argument) and its recipes, except
-    the ``rejected`` ones."""
-    defaults = None if target.needs_args else _defaults_recipe(target)
-    if defaults is not None and any(r.kind == "defaults" for r in rejected):
-        defaults = None
+    """Build a class target from its candidates (discovery's, its defaults first when it needs no
+    argument), except the ``rejected`` ones."""
     recipes = tuple(r for r in target.recipes if r not in rejected)
-    return build_automatically(cls, recipes, defaults, build=build, is_user_file=is_user_file)
+    return build_automatically(cls, recipes, build=build, is_user_file=is_user_file)
 
 
 def _takes_arguments(cls: Any) -> bool:
@@ -66,8 +51,7 @@ def needs_arguments(target: Target, automatic: AutomaticBuild, is_user_file: Cal
     constructor frames of the first failure as related locations."""
     from fxscope.model.codes import CODES
 
-    tried = "; ".join(f"`{a.recipe.text}` ({a.recipe.kind}, {a.recipe.origin}): {one_line(a.error or '')}"
-                      for a in automatic.attempts)
+    tried = "; ".join(_tried(a) for a in automatic.attempts)
     needs = ", ".join(target.required_args) if target.required_args else "arguments its defaults do not give"
     message = f"`{target.qualname}` needs constructor arguments ({needs}) and no factory is configured"
     if tried:
@@ -76,6 +60,29 @@ def needs_arguments(target: Target, automatic: AutomaticBuild, is_user_file: Cal
     related = tb_locations(first, is_user_file) if first is not None else []
     return Finding("FXS405", CODES["FXS405"].severity, message, fallback, CODES["FXS405"].help,
                    related=tuple(related[-8:]))
+
+
+def _tried(attempt: Attempt) -> str:
+    """One candidate of "what was tried": its text, kind, origin and error, and whether it
+    reached for pretrained weights (turned off, or refused: fxscope never downloads)."""
+    recipe, error = attempt.recipe, one_line(attempt.error or "")
+    text = f"`{recipe.text}` ({recipe.kind}, {recipe.origin}): {error}"
+    note = policy.download_note(error)
+    if note is not None:
+        text += f" ({note})"
+    elif any(policy.weights_off(name) is not None for name in _keywords(recipe.expr)):
+        text += " (pretrained weights off: fxscope never downloads)"
+    return text
+
+
+def _keywords(expr: Any) -> list[str]:
+    """Every keyword name passed anywhere inside a recipe expression."""
+    out: list[str] = []
+    for name, value in getattr(expr, "kwargs", ()):
+        out += [name, *_keywords(value)]
+    for child in (*getattr(expr, "args", ()), *getattr(expr, "items", ())):
+        out += _keywords(child)
+    return out
 
 
 def say_invented(findings: Sequence[Finding], recipe: Recipe, name: str,

@@ -9,11 +9,12 @@ calls only of workspace classes (and their own classmethods), torch classes, con
 ``functools.partial``, ``types.SimpleNamespace`` and ``argparse.Namespace``. Nothing else of the
 file a recipe came from ever runs.
 
-Candidates come cheapest first (fewest layers written, then smallest sizes); the first that builds
-is kept when it is small (:data:`SMALL_ENOUGH` modules), else up to :data:`MAX_BUILDS` builds are
-compared and the smallest (fewest modules, then fewest parameters) is kept, so traces stay fast. A candidate that raises is not an error: the next
-one is tried, and when none builds the target is "needs constructor arguments" (FXS405) with what
-was tried.
+Candidates come in the order discovery ranked them (the construction policy,
+:mod:`fxscope.project.policy`: the defaults first, invented values last, cheapest first); the first
+that builds is kept when it is small, else a few builds are compared and the smallest (fewest
+modules, then fewest parameters) is kept, so traces stay fast. A candidate that raises is not an
+error: the next one is tried, and when none builds the target is "needs constructor arguments"
+(FXS405) with what was tried. A method that fetches (``from_pretrained``) is never called.
 """
 
 from __future__ import annotations
@@ -24,29 +25,21 @@ import functools
 import importlib
 import importlib.util
 import inspect
-import re
 import sys
 import types
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from fxscope.model.recipe import Call, DictExpr, Expr, Lit, Recipe, Ref, RefExpr, Seq, Setattrs
+from fxscope.project import policy
 
 __all__ = ["Attempt", "AutomaticBuild", "NotAllowed", "build_automatically", "evaluate", "rebuild"]
-
-#: Builds compared to find the smallest, candidates tried at most, and the size (modules) of a
-#: build small enough to keep without trying the others (candidates come cheapest first).
-MAX_BUILDS = 3
-MAX_ATTEMPTS = 10
-SMALL_ENOUGH = 100
 
 #: Callables a recipe may call besides classes.
 _CALLABLE_VALUES: tuple[Any, ...] = (dict, list, tuple, set, frozenset, functools.partial, types.SimpleNamespace,
                                      argparse.Namespace, collections.OrderedDict, range, slice)
 #: Modules a recipe may import by name without them being already loaded or in the workspace.
 _IMPORTABLE = frozenset({"torch", "builtins", "functools", "types", "argparse", "collections", "math"})
-#: Methods that read checkpoints or the network: never called, even on a workspace class.
-_FORBIDDEN_METHOD = re.compile(r"pretrained|download|checkpoint|hub|url|load", re.IGNORECASE)
 
 
 class NotAllowed(Exception):
@@ -126,15 +119,13 @@ class _Evaluator:
         if inspect.isclass(obj):
             module = getattr(obj, "__module__", "") or ""
             return (self._workspace_object(obj) or module.split(".")[0] == "torch"
-                    or obj.__name__.endswith("Config") or _is_hf_config(obj))
+                    or policy.is_config_name(obj.__name__) or _is_hf_config(obj))
         if inspect.ismethod(obj) and inspect.isclass(obj.__self__):  # a classmethod
-            return (self._workspace_object(obj.__self__) or _is_hf_config(obj.__self__)) and not \
-                _FORBIDDEN_METHOD.search(ref.path[-1])
+            return self._workspace_object(obj.__self__) or _is_hf_config(obj.__self__)
         if isinstance(obj, staticmethod) or (inspect.isfunction(obj) and len(ref.path) >= 2):
             owner = self.resolve(Ref(ref.module, ref.path[:-1]))
             return (inspect.isclass(owner) and self._workspace_object(owner)
-                    and isinstance(inspect.getattr_static(owner, ref.path[-1], None), staticmethod)
-                    and not _FORBIDDEN_METHOD.search(ref.path[-1]))
+                    and isinstance(inspect.getattr_static(owner, ref.path[-1], None), staticmethod))
         return False
 
     def value(self, expr: Expr) -> Any:
@@ -158,6 +149,9 @@ class _Evaluator:
         return self.call(expr)
 
     def call(self, expr: Call) -> Any:
+        method = expr.func.path[-1]
+        if len(expr.func.path) > 1 and method[:1].islower() and policy.fetches(method):
+            raise NotAllowed(f"`{expr.func.dotted}` reads weights or the network: fxscope never downloads")
         func = self.resolve(expr.func)
         if not self.callable_allowed(func, expr.func):
             raise NotAllowed(f"`{expr.func.dotted}` is not a constructor fxscope calls on its own")
@@ -195,19 +189,17 @@ def _size(model: Any) -> tuple[int, int]:
     return modules, params
 
 
-def build_automatically(cls: Any, recipes: tuple[Recipe, ...], defaults: Recipe | None, *,
-                        build: Callable[[Callable[[], Any]], Any], is_user_file: Callable[[str], bool]
-                        ) -> AutomaticBuild:
-    """Build ``cls`` from ``defaults`` (``cls()``, when its constructor needs no argument) and its
-    ``recipes``, with ``build`` (``fxscope.trace.build.build_model`` bound to a device; it raises
-    on failure); keep the smallest of the first :data:`MAX_BUILDS` builds."""
+def build_automatically(cls: Any, recipes: tuple[Recipe, ...], *, build: Callable[[Callable[[], Any]], Any],
+                        is_user_file: Callable[[str], bool]) -> AutomaticBuild:
+    """Build ``cls`` from its ``recipes`` (a ``defaults`` one is ``cls()``), with ``build``
+    (``fxscope.trace.build.build_model`` bound to a device; it raises on failure); keep the
+    smallest of the first few builds (:func:`fxscope.project.policy.better_build`)."""
     evaluator = _Evaluator(is_user_file)
-    candidates = ([defaults] if defaults is not None else []) + list(recipes)
     outcome = AutomaticBuild(None, None)
     best: tuple[tuple[int, int], Any, Recipe] | None = None
     successes = 0
-    for recipe in candidates[:MAX_ATTEMPTS]:
-        if recipe is defaults:
+    for recipe in recipes[:policy.MAX_ATTEMPTS]:
+        if recipe.kind == "defaults" and not recipe.expr.kwargs:
             factory: Callable[[], Any] = cls
         else:
             factory = functools.partial(evaluator.call, recipe.expr)
@@ -225,10 +217,11 @@ def build_automatically(cls: Any, recipes: tuple[Recipe, ...], defaults: Recipe 
             continue
         outcome.attempts.append(Attempt(recipe, None))
         size = _size(model)
-        if best is None or size < best[0]:
+        if policy.better_build(size, best[0] if best is not None else None):
             best = (size, built, recipe)
         successes += 1
-        if successes >= MAX_BUILDS or best[0][0] <= SMALL_ENOUGH:
+        assert best is not None
+        if policy.enough(best[0], successes):
             break
     if best is not None:
         outcome.built, outcome.recipe = best[1], best[2]
@@ -244,7 +237,7 @@ def rebuild(build: dict[str, Any], root: str, *, device: str = "meta") -> Any:
 
     recipe = Recipe.from_json(build)
     is_user_file = user_file_predicate(root)
-    if recipe.kind == "defaults":
+    if recipe.kind == "defaults" and not recipe.expr.kwargs:
         cls = _Evaluator(is_user_file).resolve(recipe.expr.func)
         return build_model(cls, device=device, is_user_file=is_user_file).model
     return build_model(functools.partial(evaluate, recipe.expr, is_user_file), device=device,

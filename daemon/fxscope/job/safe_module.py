@@ -57,6 +57,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from fxscope.project import policy
 from fxscope.project.notebooks import Notebook, NotebookError, notebook_tree, read_notebook
 from fxscope.project.toplevel import Step, plan, protected_name
 from fxscope.project.work import TopLevel
@@ -107,14 +108,10 @@ _TORCH_QUERIES = ("torch.cuda.is_available", "torch.cuda.device_count", "torch.b
                   "torch.get_default_dtype", "torch.cuda.is_bf16_supported")
 #: ``math`` functions whose cost grows with their integer arguments: bounded separately.
 _MATH_GROWING = frozenset({"factorial", "comb", "perm", "prod", "lcm"})
-_CONFIG_SUFFIXES = ("Config", "Configuration", "Args", "Arguments", "Params", "Parameters", "Settings", "Options",
-                    "HParams", "Hparams", "Hyperparameters")
-#: Bounds on the work of one statement: items of a container it builds, bits of an integer it
-#: computes, elements a builtin or a comparison may visit (``"x" * 10**9``, ``x = x ** 4096``
-#: repeated, ``max`` over a nested list of lists are not configurations).
-_MAX_ITEMS = 1_000_000
-_MAX_BITS = 1 << 16
-_MAX_VISITS = 1_000_000
+#: Bounds on the work of one statement (the construction policy's).
+_MAX_ITEMS = policy.MAX_ITEMS
+_MAX_BITS = policy.MAX_BITS
+_MAX_VISITS = policy.MAX_VISITS
 #: Construction methods a dataclass or named tuple generates (code compiled from ``<string>``).
 _CONSTRUCTION = ("__new__", "__init__", "__post_init__", "__init_subclass__", "__setattr__", "__call__")
 
@@ -178,8 +175,6 @@ _BUILTIN_DESCRIPTORS: tuple[type, ...] = (types.FunctionType, classmethod, stati
                                           types.MemberDescriptorType, types.GetSetDescriptorType,
                                           types.WrapperDescriptorType, types.MethodDescriptorType,
                                           types.ClassMethodDescriptorType, types.BuiltinFunctionType)
-#: Classmethod names that fetch rather than configure (``from_pretrained``).
-_FETCHING = ("pretrained", "load", "download", "hub", "url", "file")
 
 
 class _Workspace:
@@ -267,7 +262,7 @@ def _is_config_class(cls: type) -> bool:
     if any("__dataclass_fields__" in vars(k) for k in mro) or (issubclass(cls, tuple) and any("_fields" in vars(k)
                                                                                             for k in mro)):
         return True
-    if issubclass(cls, enum.Enum) or vars(type)["__name__"].__get__(cls).endswith(_CONFIG_SUFFIXES):
+    if issubclass(cls, enum.Enum) or vars(type)["__name__"].__get__(cls).endswith(policy.CONFIG_SUFFIXES):
         return True
     configs = _module_dict("transformers.configuration_utils")
     base = configs.get("PretrainedConfig") if configs is not None else None
@@ -538,7 +533,7 @@ class Evaluator:
         owner: Any = func.__self__ if type(func) is types.MethodType else None
         if owner is not None and issubclass(type(owner), type) \
                 and not self.workspace.cls(owner) and _is_config_class(owner) \
-                and not any(word in func.__name__.lower() for word in _FETCHING):
+                and not policy.fetches(func.__name__):
             self.inert(values, node, callables=False)
             return  # a library configuration's classmethod: GPT2Config.from_dict({...})
         raise NotAllowed(f"a call of `{_text(node.func)}`")

@@ -62,6 +62,12 @@ class ClassInfo:
     defaults: dict[str, int | float | str | bool] = field(default_factory=dict)
     #: ``init_required`` are the class's own fields (a dataclass): a dataclass base's come first.
     fields_init: bool = False
+    #: For an ``__init__`` taking only ``**kwargs``: the names its body reads from them without a
+    #: default (``kwargs["dim"]``, ``kwargs.get("dim")``); None for any other constructor.
+    kwargs_reads: tuple[str, ...] | None = None
+    #: Required ``__init__`` parameters its body uses as sizes (``nn.Linear(dim, dim)``, ``range(n)``,
+    #: ``torch.zeros(size, 4)``, ``dim * 4``): ints, as a reader of the class would take them.
+    int_params: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -92,7 +98,8 @@ class Summary:
             "stars": [list(s) for s in self.stars],
             "classes": {k: [c.line, list(c.bases), c.members, sorted(c.abstract),
                             None if c.init_required is None else list(c.init_required),
-                            c.annotations, c.config_class, c.defaults, c.fields_init]
+                            c.annotations, c.config_class, c.defaults, c.fields_init,
+                            None if c.kwargs_reads is None else list(c.kwargs_reads), list(c.int_params)]
                         for k, c in self.classes.items()},
             "imports": [[lvl, mod, None if names is None else list(names)] for lvl, mod, names in self.imports],
             "error": None if self.error is None else list(self.error),
@@ -107,9 +114,10 @@ class Summary:
         classes = {
             name: ClassInfo(name, int(line), tuple(bases), dict(members), frozenset(abstract),
                             None if init is None else tuple(init), dict(annotations),
-                            None if config_class is None else str(config_class), dict(defaults), bool(fields_init))
-            for name, (line, bases, members, abstract, init, annotations, config_class, defaults, fields_init)
-            in data["classes"].items()
+                            None if config_class is None else str(config_class), dict(defaults), bool(fields_init),
+                            None if reads is None else tuple(str(r) for r in reads), tuple(str(p) for p in ints))
+            for name, (line, bases, members, abstract, init, annotations, config_class, defaults, fields_init, reads,
+                       ints) in data["classes"].items()
         }
         return cls(
             {k: tuple(v) for k, v in data["bindings"].items()},
@@ -219,6 +227,8 @@ def _class_info(node: ast.ClassDef) -> ClassInfo:
     fields: list[str] = []  # annotated class attributes without a default, in order
     config_class: str | None = None
     defaults: dict[str, int | float | str | bool] = {}
+    reads: tuple[str, ...] | None = None
+    ints: tuple[str, ...] = ()
     for stmt in _class_body(node.body):
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
             members[stmt.name] = stmt.lineno
@@ -228,6 +238,9 @@ def _class_info(node: ast.ClassDef) -> ClassInfo:
                 abstract.discard(stmt.name)
             if stmt.name == "__init__":
                 init = _required(stmt)
+                if init and init[-1].startswith("**"):
+                    reads = _kwargs_reads(stmt, init[-1][2:], defaults)
+                ints = _int_params(stmt, frozenset(init))
                 for arg in [*stmt.args.posonlyargs, *stmt.args.args, *stmt.args.kwonlyargs]:
                     found = _annotation(arg.annotation)
                     if found:
@@ -263,7 +276,63 @@ def _class_info(node: ast.ClassDef) -> ClassInfo:
     if fields_init:
         init = tuple(fields)
     return ClassInfo(node.name, node.lineno, bases, members, frozenset(abstract), init, annotations, config_class,
-                     defaults, fields_init)
+                     defaults, fields_init, reads, ints)
+
+
+#: Callables whose arguments are sizes: torch.nn layers and tensor factories, ``range``.
+_SIZED = frozenset({"Linear", "Bilinear", "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d",
+                    "ConvTranspose3d", "Embedding", "EmbeddingBag", "LayerNorm", "RMSNorm", "BatchNorm1d",
+                    "BatchNorm2d", "BatchNorm3d", "GroupNorm", "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d",
+                    "LSTM", "GRU", "RNN", "LSTMCell", "GRUCell", "MultiheadAttention", "TransformerEncoderLayer",
+                    "TransformerDecoderLayer", "PixelShuffle", "Upsample", "MaxPool1d", "MaxPool2d", "AvgPool1d",
+                    "AvgPool2d", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "zeros", "ones", "empty", "randn", "rand",
+                    "full", "arange", "eye", "range"})
+_INT_OPS = (ast.Add, ast.Sub, ast.Mult, ast.FloorDiv, ast.Mod, ast.Pow, ast.LShift)
+
+
+def _int_params(func: ast.FunctionDef | ast.AsyncFunctionDef, params: frozenset[str]) -> tuple[str, ...]:
+    """The ``params`` an ``__init__`` body uses as sizes (see :attr:`ClassInfo.int_params`)."""
+    found: list[str] = []
+
+    def sizes(node: ast.expr) -> None:  # a name in an argument, through arithmetic only
+        if isinstance(node, ast.Name) and node.id in params:
+            found.append(node.id)
+        elif isinstance(node, ast.BinOp) and isinstance(node.op, _INT_OPS):
+            sizes(node.left)
+            sizes(node.right)
+
+    for node in ast.walk(func):
+        if isinstance(node, ast.Call) and (_dotted(node.func) or "").rsplit(".", 1)[-1] in _SIZED:
+            for arg in [*node.args, *(k.value for k in node.keywords)]:
+                sizes(arg)
+        elif isinstance(node, ast.BinOp) and isinstance(node.op, _INT_OPS):
+            sides = (node.left, node.right)
+            if any(isinstance(s, ast.Constant) and type(s.value) is int for s in sides):
+                for side in sides:
+                    if isinstance(side, ast.Name) and side.id in params:
+                        found.append(side.id)
+    return tuple(dict.fromkeys(found))
+
+
+def _kwargs_reads(func: ast.FunctionDef | ast.AsyncFunctionDef, kwargs: str,
+                  defaults: dict[str, int | float | str | bool]) -> tuple[str, ...]:
+    """The names an ``__init__`` reads from its ``**kwargs`` without a default (``kwargs["dim"]``,
+    ``kwargs.get("dim")``); those read with a literal default go into ``defaults``."""
+    found: list[str] = []
+    for node in ast.walk(func):
+        if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load) and isinstance(node.value, ast.Name) \
+                and node.value.id == kwargs and isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, str):
+            found.append(node.slice.value)
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ("get", "pop") \
+                and isinstance(node.func.value, ast.Name) and node.func.value.id == kwargs and node.args \
+                and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str):
+            name = node.args[0].value
+            value = _literal(node.args[1]) if len(node.args) > 1 else None
+            if len(node.args) == 1:
+                found.append(name)
+            elif value is not None:
+                defaults.setdefault(name, value)
+    return tuple(dict.fromkeys(n for n in found if n.isidentifier()))
 
 
 class _Collector:

@@ -515,7 +515,10 @@ def _class_targets(ws: _Workspace) -> list[Target]:
             if not facts.is_module or not facts.has_forward or facts.abstract:
                 continue
             required = facts.init or ()
-            recipes = index.recipes_for(rel, name, tuple(required)) if ws.module_of[rel] else ()
+            if ws.module_of[rel]:
+                recipes = index.recipes_for(rel, name, tuple(required))
+            else:
+                recipes = () if required else (index.defaults(rel, name),)
             targets.append(Target(
                 id=f"{rel}::{name}", kind="class", file=rel, line=info.line, module=ws.module_of[rel],
                 qualname=name, needs_args=bool(required), required_args=tuple(required), recipes=recipes,

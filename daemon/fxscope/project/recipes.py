@@ -10,7 +10,18 @@ For each class target, discovery gathers candidate constructions (AST only, noth
 - **call-site**, **docstring**, **readme**: literal constructions anywhere in the workspace (tests,
   examples, scripts, ``__main__`` blocks, doctests, README and docs code blocks), nested ones
   included: ``Wrapper(layers=Decoder(dim=512, depth=6))``; a classmethod of the class with literal
-  arguments (``Model.from_name("7B")``) counts too.
+  arguments (``Model.from_name("7B")``) counts too;
+- **vocabulary**, **placeholder** (invented: a hypothesis, see :mod:`fxscope.job.hypothesis`):
+  the values the workspace passes to constructors for those parameter names elsewhere, else
+  small placeholders; an already-built sub-network (``Wrapper(net)``) is a workspace module class
+  that fits (its annotation, what the workspace passes by that name, a class of that name), built
+  by its own first recipe: ``Wrapper(net=ViT(...))``; a ``**kwargs`` constructor gets the names its
+  body reads (``kwargs["dim"]``), one that forwards ``*args, **kwargs`` to a workspace base gets
+  what the base requires.
+
+The constructor's defaults are the first candidate of a class that needs no argument. Every
+candidate is ranked, and passes pretrained-weight parameters off, by the construction policy
+(:mod:`fxscope.project.policy`).
 
 Every name in a recipe is resolved here to an import name: a call site whose names do not all
 resolve is not a candidate. The worker evaluates the candidates (``fxscope.job.construct``).
@@ -18,25 +29,30 @@ resolve is not a candidate. The worker evaluates the candidates (``fxscope.job.c
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import itertools
 import re
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
 
-from fxscope.model.recipe import RECIPE_KINDS, Call, DictExpr, Expr, Lit, Recipe, Ref, RefExpr, Seq, Setattrs, render_python
+from fxscope.model.recipe import Call, DictExpr, Expr, Lit, Recipe, Ref, RefExpr, Seq, Setattrs, render_python
 
-from ._summary import ClassInfo, is_markdown
+from . import policy
+from ._summary import ClassInfo, Summary, is_markdown
 from .notebooks import is_notebook
 
 if TYPE_CHECKING:
     from .discovery import _Workspace
 
-__all__ = ["MAX_RECIPES", "RecipeIndex"]
+__all__ = ["MAX_RECIPES", "RecipeIndex", "clear_cache"]
 
-#: Candidates kept per class (cheapest first), and values tried per annotated parameter.
-MAX_RECIPES = 8
-_PER_PARAMETER = 2
-#: Names a Markdown snippet may use without importing them.
+MAX_RECIPES = policy.MAX_RECIPES
+_PER_PARAMETER = policy.PER_PARAMETER
+#: Sub-networks built inside sub-networks, at most (``Wrapper(net=Encoder(block=Block(...)))``).
+_MAX_NESTING = 2
 #: Classmethods of a config class taken to return a default (small) configuration with no argument.
 _DEFAULT_FACTORY = re.compile(r"^(get_)?(default|small|tiny|base)(_config|_args|_settings)?s?$")
 #: transformers classes that carry a ``config_class``: ``PreTrainedModel`` and its model classes.
@@ -56,36 +72,161 @@ class _ClassKey:
     name: str
 
 
+@dataclass(frozen=True)
+class _FileFacts:
+    """What one file gives the index, resolved: its call sites by the class they construct, the
+    literal keyword arguments its constructions pass (name, value, line), the sub-networks they pass
+    by name, every literal keyword of any call, and its classes' literal parameter defaults."""
+
+    sites: tuple[tuple[_ClassKey, Recipe], ...]
+    learned: tuple[tuple[str, Expr, int], ...]
+    networks: tuple[tuple[str, Call, int], ...]
+    keywords: tuple[tuple[str, Expr, int], ...]
+    defaults: tuple[tuple[str, Expr, int], ...]
+
+
+@dataclass(frozen=True)
+class _Memo:
+    """A class's candidates and what computing them read: reused while every read is the same."""
+
+    interface: str
+    own: str
+    reads: tuple[tuple[str, Any, int], ...]
+    recipes: tuple[Recipe, ...]
+
+
+#: Per-process caches, so that discovery after an edit redoes only what the edit changed:
+#: (root, file) -> (the summary its facts were read from, the workspace interface, the facts);
+#: (root, file, class, required) -> its candidates; id(summary) -> (summary, its interface digest).
+_FILES: OrderedDict[tuple[str, str], tuple[Summary, str, _FileFacts]] = OrderedDict()
+_CLASSES: OrderedDict[tuple[str, str, str, tuple[str, ...]], _Memo] = OrderedDict()
+_INTERFACES: OrderedDict[int, tuple[Summary, str]] = OrderedDict()
+_CACHE_SIZE = 1 << 15
+_LOCK = threading.Lock()
+
+
+def _remember(cache: OrderedDict[Any, Any], key: Any, value: Any) -> None:
+    with _LOCK:
+        cache[key] = value
+        cache.move_to_end(key)
+        while len(cache) > _CACHE_SIZE:
+            cache.popitem(last=False)
+
+
+def _digest(value: Any) -> str:
+    return hashlib.blake2b(repr(value).encode(), digest_size=16).hexdigest()
+
+
+def _file_interface(summary: Summary) -> str:
+    """A digest of what resolving names through a file reads: its bindings, imports, notebook
+    cells and its classes' names, bases, members and constructors (not their lines, nor the
+    values of their defaults: those are read as the workspace's values for their names). Names
+    bound to plain values are left out: they resolve to nothing importable, and only matter to
+    files that import them all (``from mod import *``: see :class:`RecipeIndex`)."""
+    found = _INTERFACES.get(id(summary))
+    if found is not None and found[0] is summary:
+        return found[1]
+    classes = {name: (c.bases, sorted(c.members), sorted(c.abstract), c.init_required, sorted(c.annotations.items()),
+                      c.config_class, sorted(k for k, v in c.defaults.items() if v and policy.weights_off(k)),
+                      c.fields_init, c.kwargs_reads, c.int_params)  # other defaults: values for names
+               for name, c in sorted(summary.classes.items())}
+    bindings = sorted((name, binding[:2] if binding[0] == "def" else binding)  # a function's line: not read
+                      for name, binding in summary.bindings.items() if binding[0] != "other")
+    digest = _digest((bindings, summary.stars, summary.imports, summary.cells, classes))
+    _remember(_INTERFACES, id(summary), (summary, digest))
+    return digest
+
+
+def clear_cache() -> None:
+    """Forget every file's facts and class's candidates (the next discovery computes them all)."""
+    with _LOCK:
+        _FILES.clear()
+        _CLASSES.clear()
+        _INTERFACES.clear()
+
+
 class RecipeIndex:
-    """Every resolvable call site of the workspace, by the class it constructs."""
+    """Every resolvable call site of the workspace, by the class it constructs.
+
+    Incremental: a file's facts are reused while its summary (its content) and the workspace's
+    interface (what name resolution reads) are the same, and a class's candidates while its own
+    summary entry and everything computing them read (call sites, values for its parameters'
+    names, sub-networks) are."""
 
     def __init__(self, ws: _Workspace) -> None:
         self.ws = ws
+        self.root = str(ws.config.root)
         self.sites: dict[_ClassKey, list[Recipe]] = {}
         self._by_simple_name: dict[str, list[_ClassKey]] = {}
+        self._by_ref: dict[tuple[str, str], _ClassKey] = {}  # (import name, class name) -> class
         for rel, summary in ws.summaries.items():
+            module = ws.module_of.get(rel)
             for name in summary.classes:
                 self._by_simple_name.setdefault(name, []).append(_ClassKey(rel, name))
-        #: keyword name -> (value, file, line) of every literal argument the workspace passes by that
-        #: name, then every literal default of a constructor parameter of that name
+                if module:
+                    self._by_ref[(module, name)] = _ClassKey(rel, name)
+        #: keyword name -> (value, file, line) of every literal argument the workspace passes to a
+        #: constructor by that name, then every literal default of a constructor parameter of that name
         self.vocabulary: dict[str, list[tuple[Expr, str, int]]] = {}
+        #: the same from every other call (``softmax(dim=-1)``): used only for a name no constructor takes
+        self._loose: dict[str, list[tuple[Expr, str, int]]] = {}
+        #: keyword name -> constructions of workspace module classes passed by that name
+        self.networks: dict[str, list[tuple[Call, str, int]]] = {}
         self._chosen: dict[str, list[tuple[Expr, str, int]]] = {}  # _words, once per name
-        for rel, summary in sorted(ws.summaries.items()):
-            for site in summary.calls:
-                try:
-                    key, expr = self._resolve_call(rel, site.expr)
-                except (_Unresolved, RecursionError):
-                    continue
-                self._learn(expr, rel, site.line)
-                if key is not None:
-                    self.sites.setdefault(key, []).append(self.recipe(expr, site.kind, rel, site.line, site.text))
-        for rel, summary in sorted(ws.summaries.items()):
-            for name, value, line in summary.keywords:
-                self.vocabulary.setdefault(name, []).append((Lit(value), rel, line))
-        for rel, summary in sorted(ws.summaries.items()):
-            for info in summary.classes.values():
-                for name, value in info.defaults.items():
-                    self.vocabulary.setdefault(name, []).append((Lit(value), rel, info.line))
+        self._built: dict[_ClassKey, Expr | None] = {}  # _network_expr, once per class
+        self._reads: list[tuple[str, Any, int]] | None = None  # what the class being computed read
+        self._digests: dict[tuple[str, Any], int] = {}
+        starred = {ws.modules.get(ws.absolute(rel, level, module) or "")
+                   for rel, summary in ws.summaries.items() for level, module in summary.stars}
+        self.interface = _digest(sorted(
+            (rel, ws.module_of.get(rel), _file_interface(summary),
+             sorted(summary.bindings) if rel in starred else None)  # what `import *` of it binds
+            for rel, summary in ws.summaries.items()))
+        self.reused = 0  # files and classes taken from the caches (for measurements)
+        facts = [(rel, self._facts(rel, summary)) for rel, summary in sorted(ws.summaries.items())]
+        for rel, fact in facts:
+            for key, recipe in fact.sites:
+                self.sites.setdefault(key, []).append(recipe)
+            for name, value, line in fact.learned:
+                self.vocabulary.setdefault(name, []).append((value, rel, line))
+            for name, call, line in fact.networks:
+                self.networks.setdefault(name, []).append((call, rel, line))
+        for rel, fact in facts:
+            for name, value, line in fact.keywords:
+                self._loose.setdefault(name, []).append((value, rel, line))
+        for rel, fact in facts:
+            for name, value, line in fact.defaults:
+                self.vocabulary.setdefault(name, []).append((value, rel, line))
+        self._notebooks = any(is_notebook(rel) for rel in ws.summaries)
+        #: whether any candidate can ask for weights: a keyword the workspace passes, or a
+        #: workspace class's default, named like a pretrained-weight parameter
+        self._weighty = any(policy.weights_off(name) is not None
+                            for name in itertools.chain(self.vocabulary, self._loose, self.networks))
+
+    def _facts(self, rel: str, summary: Summary) -> _FileFacts:
+        """The facts of one file (see :class:`_FileFacts`), from the cache when its content and the
+        workspace's interface are unchanged."""
+        cached = _FILES.get((self.root, rel))
+        if cached is not None and cached[0] is summary and cached[1] == self.interface:
+            self.reused += 1
+            return cached[2]
+        sites: list[tuple[_ClassKey, Recipe]] = []
+        learned: list[tuple[str, Expr, int]] = []
+        networks: list[tuple[str, Call, int]] = []
+        for site in summary.calls:
+            try:
+                key, expr = self._resolve_call(rel, site.expr)
+            except (_Unresolved, RecursionError):
+                continue
+            self._learn(expr, site.line, learned, networks)
+            if key is not None:
+                sites.append((key, self.recipe(expr, site.kind, rel, site.line, site.text)))
+        fact = _FileFacts(tuple(sites), tuple(learned), tuple(networks),
+                          tuple((name, Lit(value), line) for name, value, line in summary.keywords),
+                          tuple((name, Lit(value), info.line) for info in summary.classes.values()
+                                for name, value in info.defaults.items()))
+        _remember(_FILES, (self.root, rel), (summary, self.interface, fact))
+        return fact
 
     def recipe(self, expr: Call, kind: str, rel: str, line: int, text: str) -> Recipe:
         """A recipe found at ``line`` of ``rel`` (in a notebook: its cell and the line in it)."""
@@ -95,22 +236,50 @@ class RecipeIndex:
             return Recipe(expr, kind, rel, cell[1], text, cell[0])
         return Recipe(expr, kind, rel, line, text)
 
-    def _learn(self, expr: Expr, rel: str, line: int) -> None:
-        """Record the keyword arguments of every call inside ``expr`` whose value is plain data."""
+    def _learn(self, expr: Expr, line: int, learned: list[tuple[str, Expr, int]],
+               networks: list[tuple[str, Call, int]]) -> None:
+        """Record the keyword arguments of every call inside ``expr`` whose value is plain data
+        (into ``learned``), or a construction of a workspace module class (into ``networks``)."""
         if isinstance(expr, Call):
             for name, value in expr.kwargs:
                 if _plain(value):
-                    self.vocabulary.setdefault(name, []).append((value, rel, line))
+                    learned.append((name, value, line))
+                elif isinstance(value, Call) and self._module_class(value.func) is not None:
+                    networks.append((name, value, line))
             for child in (*expr.args, *(v for _, v in expr.kwargs), *expr.splats):
-                self._learn(child, rel, line)
+                self._learn(child, line, learned, networks)
         elif isinstance(expr, Setattrs):
-            self._learn(expr.base, rel, line)
+            self._learn(expr.base, line, learned, networks)
             for name, value in expr.attrs:
                 if _plain(value):
-                    self.vocabulary.setdefault(name, []).append((value, rel, line))
+                    learned.append((name, value, line))
         elif isinstance(expr, (Seq, DictExpr)):
             for child in (expr.items if isinstance(expr, Seq) else [v for _, v in expr.items]):
-                self._learn(child, rel, line)
+                self._learn(child, line, learned, networks)
+
+    # -- reads of what other files give, recorded for the class being computed --------------
+    def _read(self, kind: str, name: Any) -> Any:
+        """The current value of one input of a class's candidates: ``sites`` of a class, ``words``
+        or ``networks`` for a parameter name, ``built`` sub-network of a class (at a depth)."""
+        if kind == "sites":
+            value: Any = tuple(self.sites.get(name, ()))
+        elif kind == "words":
+            value = self._words(name)
+        elif kind == "networks":
+            value = tuple(self.networks.get(name, ()))
+        else:
+            value = self._network_expr(name[0], name[1])
+        if self._reads is not None:
+            self._reads.append((kind, name, self._digest_of(kind, name, value)))
+        return value
+
+    def _digest_of(self, kind: str, name: Any, value: Any) -> int:
+        """A digest of an input's value (its hash: the memo lives in this process), once per input
+        and index."""
+        found = self._digests.get((kind, name))
+        if found is None:
+            found = self._digests[(kind, name)] = hash(tuple(value) if isinstance(value, list) else value)
+        return found
 
     def _words(self, name: str) -> list[tuple[Expr, str, int]]:
         """Values the workspace uses for a parameter called ``name``, best first: the value it
@@ -123,8 +292,12 @@ class RecipeIndex:
         return words
 
     def _choose(self, name: str) -> list[tuple[Expr, str, int]]:
-        seen = [w for w in self.vocabulary.get(name, ()) if not (isinstance(w[0], Lit) and w[0].value is None)]
-        if not seen:  # None says nothing about a value (an argparse default of a required option)
+        def usable(word: tuple[Expr, str, int]) -> bool:  # None says nothing (an argparse default of a required option)
+            value = word[0]
+            return not isinstance(value, Lit) or (value.value is not None and policy.plausible(name, value.value))
+
+        seen = [w for w in self.vocabulary.get(name, ()) if usable(w)] or [w for w in self._loose.get(name, ()) if usable(w)]
+        if not seen:
             return []
         counts: dict[Expr, int] = {}
         for value, _, _ in seen:
@@ -141,13 +314,21 @@ class RecipeIndex:
         first = {value: (file, line) for value, file, line in reversed(seen)}
         return [(v, *first[v]) for v in order]
 
-    def vocabulary_calls(self, ref: Ref, required: tuple[str, ...]) -> list[tuple[Call, str, int]]:
+    def vocabulary_calls(self, ref: Ref, required: tuple[str, ...], owner: _ClassKey | None = None,
+                         depth: int = 0) -> list[tuple[Call, str, int]]:
         """``ref(p=value, ...)`` for every required parameter, with the workspace's values for
-        those names (the most used ones, then the smallest ones); none when a parameter has no
-        value or takes ``*args``."""
+        those names (the most used ones, then the smallest ones; a sub-network parameter of
+        ``owner``: the constructions the workspace passes by that name); none when a parameter has
+        no value or takes ``*args``."""
         if not required or any(p.startswith(("*", "<")) for p in required):
             return []
-        words = [self._words(p) for p in required]
+        words: list[list[tuple[Expr, str, int]]] = []
+        for p in required:
+            found: list[tuple[Expr, str, int]] = list(self._read("words", p))
+            if not found and owner is not None and depth < _MAX_NESTING:
+                found += [(c, file, line) for c, file, line in self._read("networks", p)
+                          if self._module_class(c.func) != owner][:_PER_PARAMETER]
+            words.append(found)
         if not all(words):
             return []
         calls: list[tuple[Call, str, int]] = []
@@ -157,6 +338,14 @@ class RecipeIndex:
             if all(call != c for c, _, _ in calls):
                 calls.append((call, chosen[0][1], chosen[0][2]))
         return calls
+
+    def _module_class(self, ref: Ref) -> _ClassKey | None:
+        """The workspace ``nn.Module`` class ``ref`` names (None for anything else)."""
+        key = self._by_ref.get((ref.module, ref.path[0])) if len(ref.path) == 1 else None
+        if key is None:
+            return None
+        facts = self.ws.class_facts(key.rel, key.name)
+        return key if facts.is_module and not facts.abstract else None
 
     # -- resolution -------------------------------------------------------------------------
     def _class_ref(self, key: _ClassKey, rest: tuple[str, ...]) -> Ref:
@@ -251,44 +440,223 @@ class RecipeIndex:
     # -- candidates per class ------------------------------------------------------------------
     def recipes_for(self, rel: str, name: str, required: tuple[str, ...]) -> tuple[Recipe, ...]:
         """The candidates for class ``name`` of ``rel`` whose constructor requires ``required``
-        (empty: it has defaults for everything; those are tried first by the worker anyway)."""
+        (empty: it has defaults for everything, and the first candidate is ``name()``), in the
+        order the construction policy ranks them; the last discovery's when nothing they were
+        computed from changed."""
+        summary = self.ws.summaries[rel]
+        memo_key = (self.root, rel, name, required)
+        own = _digest((summary.classes[name], summary.cells))
+        memo = _CLASSES.get(memo_key)
+        if memo is not None and memo.interface == self.interface and memo.own == own \
+                and all(self._digest_of(kind, n, self._read(kind, n)) == d for kind, n, d in memo.reads):
+            self.reused += 1
+            return memo.recipes
+        self._reads = []
+        try:
+            recipes = self._recipes_for(rel, name, required)
+        finally:
+            reads, self._reads = self._reads, None
+        _remember(_CLASSES, memo_key, _Memo(self.interface, own, tuple(dict.fromkeys(reads)), recipes))
+        return recipes
+
+    def _recipes_for(self, rel: str, name: str, required: tuple[str, ...]) -> tuple[Recipe, ...]:
         key = _ClassKey(rel, name)
-        found: list[Recipe] = list(self.sites.get(key, ()))
+        found: list[Recipe] = [] if required else [self.defaults(rel, name)]
+        found += self._read("sites", key)
         try:
             found += self._annotation_recipes(key, required)
             found += self._config_class_recipes(key, required)
-            learned = self.vocabulary_calls(self._class_ref(key, ()), required)
+            found += self._invented_recipes(key, required)
         except (_Unresolved, RecursionError):
-            learned = []
-        for call, file, line in learned:
-            found.append(self.recipe(call, "vocabulary", file, line, _text(name, call)))
-        placeholder = self._placeholder_call(key, required)
-        if placeholder is not None:
-            info = self._info(key)
-            found.append(self.recipe(placeholder, "placeholder", rel, info.members.get("__init__", info.line),
-                                     _text(name, placeholder)))
-        if not is_notebook(rel):  # a module cannot import what a notebook defines
+            pass
+        if self._notebooks and not is_notebook(rel):  # a module cannot import what a notebook defines
             found = [r for r in found if not any(is_notebook(ref.module) for ref in resolved_refs(r.expr))]
-        order = {kind: i for i, kind in enumerate(RECIPE_KINDS)}
-        unique: dict[Call, Recipe] = {}
-        last = ("vocabulary", "placeholder")  # guesses come after what the workspace writes out
-        for recipe in sorted(found, key=lambda r: (last.index(r.kind) + 1 if r.kind in last else 0, r.cost(),
-                                                   order[r.kind], r.file, r.line)):
-            unique.setdefault(recipe.expr, recipe)
-        return tuple(itertools.islice(unique.values(), MAX_RECIPES))
+        return policy.rank(self._weights_off(r) for r in found) if self._weighty else policy.rank(found)
 
-    def _placeholder_call(self, key: _ClassKey, required: tuple[str, ...]) -> Call | None:
-        """``Cls(p=value, ...)`` with a small placeholder for every required parameter whose name
-        or annotation says what it holds (a size, a count, a rate, a flag, a submodule); None when
-        one does not say. Tracing seldom depends on sizes: the placeholders decide whether the
-        class builds, and the build is as real as any other."""
-        if not required or any(p.startswith(("*", "<")) for p in required):
-            return None
+    def defaults(self, rel: str, name: str) -> Recipe:
+        """``Net()`` at the class's line: the build from the constructor's defaults."""
+        return self.recipe(Call(Ref(self.ws.module_of.get(rel) or "", (name,))), "defaults", rel,
+                           self._info(_ClassKey(rel, name)).line, f"{name}()")
+
+    def _invented_recipes(self, key: _ClassKey, required: tuple[str, ...]) -> list[Recipe]:
+        """Constructions with invented values: the workspace's values for the parameters' names,
+        then placeholders (see :meth:`_invented_calls`)."""
+        params, owner = self._parameters(key, required)
+        if params is None:
+            return []
         info = self._info(key)
-        values = [_placeholder(p, info.annotations.get(p)) for p in required]
-        if any(v is None for v in values):
+        ref = self._class_ref(key, ())
+        out = [self.recipe(call, "vocabulary", file, line, _text(key.name, call))
+               for call, file, line in self.vocabulary_calls(ref, params, owner)]
+        line = info.members.get("__init__", info.line)
+        out += [self.recipe(call, "placeholder", key.rel, line, _text(key.name, call))
+                for call in self._placeholder_calls(owner, ref, params, 0)]
+        return out
+
+    def _parameters(self, key: _ClassKey, required: tuple[str, ...]) -> tuple[tuple[str, ...] | None, _ClassKey]:
+        """The parameters an invented construction of ``key`` passes, and the class whose
+        constructor declares them: its required ones; for ``**kwargs``, the names its body reads
+        from them; for ``*args, **kwargs`` passed on to a workspace base, the base's."""
+        if not any(p.startswith("*") for p in required):
+            return (None if any(p.startswith("<") for p in required) else required), key
+        info = self._info(key)
+        if info.kwargs_reads:
+            return info.kwargs_reads, key
+        for base in info.bases:
+            found = self.ws.expression(key.rel, base) if base else None
+            if found is not None and found[0] == "class":
+                base_key = _ClassKey(found[1], found[2])
+                init = self.ws.class_facts(base_key.rel, base_key.name).init
+                if init is not None and not any(p.startswith(("*", "<")) for p in init):
+                    return init, base_key
+        return info.kwargs_reads, key
+
+    def _placeholder_calls(self, owner: _ClassKey, ref: Ref, params: tuple[str, ...], depth: int) -> list[Call]:
+        """``ref(p=value, ...)`` with a placeholder for every parameter of ``owner``'s constructor:
+        a workspace module class that fits a sub-network parameter, a small value its name or
+        annotation calls for, else, for a parameter the constructor uses as a size
+        (``nn.Linear(k, k)``), a small int (:data:`~fxscope.project.policy.SEARCH_INTS`); a
+        second call with the second choice of each parameter that has one. Tracing seldom depends
+        on sizes: the placeholders decide whether the class builds, and the build is as real as
+        any other (a hypothesis: see :mod:`fxscope.job.hypothesis`)."""
+        info = self._info(owner)
+        choices = [self._placeholders(owner, p, info.annotations.get(p), depth) for p in params]
+        if not all(choices):
+            return []
+        calls: list[Call] = []
+        for pick in (0, 1):
+            call = Call(ref, kwargs=tuple((p, c[min(pick, len(c) - 1)]) for p, c in zip(params, choices)))
+            if call not in calls:
+                calls.append(call)
+        return calls
+
+    def _placeholders(self, owner: _ClassKey, param: str, annotation: str | None, depth: int) -> list[Expr]:
+        """Values to try for ``param``, best first (see :meth:`_placeholder_calls`)."""
+        networks = self._networks(owner, param, annotation, depth)
+        value = _placeholder(param, annotation)
+        if networks:
+            return networks + ([value] if isinstance(value, Call) else [])
+        if value is None:  # the small search, for an int the class itself says it is
+            ints = annotation == "int" or (not annotation and param in self._info(owner).int_params)
+            return [Lit(v) for v in policy.SEARCH_INTS] if ints and policy.searchable(param) else []
+        if isinstance(value, Lit) and _PAIR_NAME.search(param.lower()):
+            return [value, Seq("tuple", (value, value))]  # `H, W = self.input_resolution`
+        return [value]
+
+    def _networks(self, owner: _ClassKey, param: str, annotation: str | None, depth: int) -> list[Expr]:
+        """Already-built sub-networks to pass for ``param``: the workspace module class its
+        annotation names, else one named like it (``vit``: ``ViT``, ``encoder``: ``Encoder``, the
+        class's own file first), each built by its own first recipe."""
+        if depth >= _MAX_NESTING:
+            return []
+        classes: list[_ClassKey] = []
+        if annotation:
+            try:
+                _, cls, rest = self._resolve_ref(owner.rel, Ref("", tuple(annotation.split("."))))
+            except _Unresolved:
+                cls, rest = None, ()
+            if cls is not None and not rest:
+                classes.append(cls)
+        for call, _, _ in self._read("networks", param):  # what the workspace passes by that name
+            passed = self._module_class(call.func)
+            if passed is not None and passed != owner and passed not in classes:
+                classes.append(passed)
+        wanted = param.lower().replace("_", "")
+        lowered = self._lowered_classes()
+        if len(wanted) >= 3 and wanted in lowered:  # `vit`: ViT, `encoder`: Encoder
+            here = [k for k in lowered[wanted] if k.rel == owner.rel]
+            near = [k for k in lowered[wanted] if k.rel != owner.rel]
+            classes += [k for k in here + (near if len(near) == 1 else []) if k not in classes]
+        values: list[Expr] = []
+        for cls in classes:
+            if cls == owner:
+                continue
+            built = self._read("built", (cls, depth + 1))
+            if built is not None and built not in values:
+                values.append(built)
+        return values[:_PER_PARAMETER]
+
+    def _lowered_classes(self) -> dict[str, list[_ClassKey]]:
+        if not hasattr(self, "_by_lowered"):
+            self._by_lowered: dict[str, list[_ClassKey]] = {}
+            for name, keys in self._by_simple_name.items():
+                self._by_lowered.setdefault(name.lower(), []).extend(keys)
+        return self._by_lowered
+
+    def _network_expr(self, key: _ClassKey, depth: int) -> Expr | None:
+        """How a sub-network of class ``key`` is built: with no argument when it needs none, else
+        as the workspace constructs it, else by its own invented candidate (None: it is not an
+        importable module class)."""
+        if key in self._built:
+            return self._built[key]
+        self._built[key] = None  # cycle guard
+        facts = self.ws.class_facts(key.rel, key.name)
+        if not facts.is_module or facts.abstract or not self.ws.module_of.get(key.rel) or is_notebook(key.rel):
             return None
-        return Call(self._class_ref(key, ()), kwargs=tuple((p, v) for p, v in zip(required, values) if v is not None))
+        ref = self._class_ref(key, ())
+        built: Expr | None = None
+        if facts.init == ():
+            built = Call(ref)
+        elif facts.init is not None:
+            written = self._read("sites", key)
+            if written:
+                built = policy.rank(written)[0].expr
+            else:
+                params, owner = self._parameters(key, facts.init)
+                if params is not None:
+                    calls = [c for c, _, _ in self.vocabulary_calls(ref, params, owner, depth)]
+                    calls += self._placeholder_calls(owner, ref, params, depth)
+                    built = calls[0] if calls else None
+        self._built[key] = built
+        return built
+
+    def _weights_off(self, recipe: Recipe) -> Recipe:
+        """``recipe`` with every pretrained-weight parameter off (``pretrained=False``), those the
+        workspace's classes default on included: fxscope never downloads."""
+        if not self._asks_weights(recipe.expr):
+            return recipe
+        expr = self._no_download(recipe.expr)
+        if expr == recipe.expr:
+            return recipe
+        assert isinstance(expr, Call)
+        name = recipe.expr.func.path[-1] if recipe.kind != "defaults" else recipe.expr.func.path[0]
+        return Recipe(expr, recipe.kind, recipe.file, recipe.line, _text(name, expr), recipe.cell)
+
+    def _asks_weights(self, expr: Expr) -> bool:
+        """Whether a keyword inside ``expr``, or a default of a workspace class it calls, is a
+        pretrained-weight parameter (what :meth:`_no_download` turns off)."""
+        if isinstance(expr, Call):
+            if any(policy.weights_off(k) is not None or self._asks_weights(v) for k, v in expr.kwargs):
+                return True
+            key = self._by_ref.get((expr.func.module, expr.func.path[0])) if len(expr.func.path) == 1 else None
+            if key is not None and any(v and policy.weights_off(k) is not None for k, v in self._info(key).defaults.items()):
+                return True
+            return any(self._asks_weights(e) for e in (*expr.args, *expr.splats))
+        if isinstance(expr, Seq):
+            return any(self._asks_weights(i) for i in expr.items)
+        if isinstance(expr, Setattrs):
+            return self._asks_weights(expr.base) or any(policy.weights_off(k) is not None or self._asks_weights(v)
+                                                        for k, v in expr.attrs)
+        return False
+
+    def _no_download(self, expr: Expr) -> Expr:
+        if isinstance(expr, Call):
+            kwargs = [(k, policy.weights_off(k) or self._no_download(v)) for k, v in expr.kwargs]
+            key = self._by_ref.get((expr.func.module, expr.func.path[0])) if len(expr.func.path) == 1 else None
+            if key is not None:
+                given = {k for k, _ in kwargs}
+                for param, default in self._info(key).defaults.items():
+                    off = policy.weights_off(param)
+                    if off is not None and default and param not in given:
+                        kwargs.append((param, off))
+            return Call(expr.func, tuple(self._no_download(a) for a in expr.args), tuple(kwargs),
+                        tuple(self._no_download(s) for s in expr.splats))
+        if isinstance(expr, Seq):
+            return Seq(expr.kind, tuple(self._no_download(i) for i in expr.items))
+        if isinstance(expr, Setattrs):
+            return Setattrs(self._no_download(expr.base),
+                            tuple((k, policy.weights_off(k) or self._no_download(v)) for k, v in expr.attrs))
+        return expr
 
     def _info(self, key: _ClassKey) -> ClassInfo:
         return self.ws.summaries[key.rel].classes[key.name]
@@ -302,7 +670,7 @@ class RecipeIndex:
         if cls is not None and not rest:
             facts = self.ws.class_facts(cls.rel, cls.name)
             if facts.is_module:
-                return []  # a submodule passed in: built from its own recipes, not here
+                return []  # a sub-network: built from its own recipes (see _networks)
             values: list[tuple[Expr, str]] = []
             if facts.init == ():
                 values.append((Call(ref), f"{cls.name}()"))
@@ -312,10 +680,13 @@ class RecipeIndex:
             for member in self._info(cls).members:
                 if _DEFAULT_FACTORY.match(member):  # `Config.get_default_config()`, `Config.small()`
                     values.append((Call(Ref(ref.module, (*ref.path, member))), f"{cls.name}.{member}()"))
-            for recipe in self.sites.get(cls, ())[:_PER_PARAMETER]:
+            for recipe in self._read("sites", cls)[:_PER_PARAMETER]:
                 values.append((recipe.expr, recipe.text))
+            if not values and facts.init and not any(p.startswith(("*", "<")) for p in facts.init):
+                for call in self._placeholder_calls(cls, ref, facts.init, _MAX_NESTING)[:1]:
+                    values.append((call, _text(cls.name, call)))  # a config dataclass with required fields
             return values[:_PER_PARAMETER]
-        if cls is None and ref.path[-1].endswith(("Config", "Args", "Arguments", "Settings", "Options")):
+        if cls is None and policy.is_config_name(ref.path[-1]):
             return [(Call(ref), f"{ref.path[-1]}()")]
         return []
 
@@ -391,13 +762,17 @@ _NAMED_PLACEHOLDERS: tuple[tuple[re.Pattern[str], Expr], ...] = tuple(
         (r"(^|_)(dims?|d_model|d_?[a-z]*|[a-z_]*dim(ension)?s?|hidden(_size|_dim)?|channels?|in_channels|out_channels|"
          r"in_features|out_features|features|width|n_?embd|embed(_dim|ding_dim|_size)?|emb(_dim)?|emsize|state|n_?state|"
          r"n_?inp|n_?hid|n_?out|size)$", Lit(16)),
-        (r"(^|_)(fn|net|module|block|layer|submodule|body|inner)$", Call(Ref("torch", ("nn", "Identity")))),
+        (r"^(fn|net|module|block|layer|submodule|body|inner|\w+_(fn|net|module))$", Call(Ref("torch", ("nn", "Identity")))),
     ))
+#: Parameters that may hold a pair (a resolution): tried as an int, then as a pair of it.
+_PAIR_NAME = re.compile(r"(resolution|_hw|grid_size|fmap_size|feat(ure)?_size|image_size|img_size|input_size|"
+                        r"window_size|patch_size|kernel_size)$")
 _TYPED_PLACEHOLDERS: dict[str, Expr] = {"int": Lit(8), "float": Lit(1.0), "bool": Lit(False),
                                         "nn.Module": Call(Ref("torch", ("nn", "Identity"))),
                                         "torch.nn.Module": Call(Ref("torch", ("nn", "Identity")))}
 
 
+@functools.lru_cache(maxsize=4096)
 def _placeholder(name: str, annotation: str | None) -> Expr | None:
     """A small value for a parameter from its name, else its annotation; None when neither says."""
     lowered = name.lower()
@@ -414,6 +789,7 @@ def _plain(value: Expr) -> bool:
     return isinstance(value, (Lit, RefExpr))
 
 
+@functools.lru_cache(maxsize=1 << 14)
 def _text(name: str, call: Call) -> str:
     """``Name(p=v, ...)`` as a user would write it (references by their last two names)."""
     _, code, _ = render_python(call)
