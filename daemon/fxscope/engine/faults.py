@@ -24,7 +24,7 @@ from typing import Any, TypeGuard
 from fxscope.model.codes import finding_dict
 from fxscope.model.finding import Finding
 from fxscope.model.outcome import TargetOutcome
-from fxscope.worker.protocol import FAULTS
+from fxscope.model.fault import FAULTS
 
 __all__ = ["StackFrame", "WorkerFault", "fault_result"]
 
@@ -52,7 +52,7 @@ class StackFrame:
 
 @dataclass(frozen=True)
 class WorkerFault:
-    """A job's fault: its ``kind`` (one of :data:`fxscope.worker.protocol.FAULTS`, or ``unknown``), what is known of the
+    """A job's fault: its ``kind`` (one of :data:`fxscope.model.fault.FAULTS`, or ``unknown``), what is known of the
     process's end (``exit_code``, ``signal``), the ``timeout`` it exceeded, the exception's type
     and message, the frames (``traceback`` of an exception or exit, ``stack`` dumped at a timeout
     or crash; outermost first) and the job's ``output``."""

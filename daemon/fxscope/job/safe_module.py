@@ -845,20 +845,22 @@ def run_safely(tree: ast.Module, namespace: dict[str, Any], filename: str,
                 _execute(stmt, namespace, filename, flags)  # torch.fx.wrap("name") itself, at module level
                 continue
             _assign(stmt, namespace, evaluator)
-        except NameError as e:
-            name = getattr(e, "name", None)
-            reason = _unset(name, skipped) if name else str(e)
-            skip(step, reason, name)
-            continue
-        except NotAllowed as e:
-            skip(step, str(e))
-            continue
         except Exception as e:  # noqa: BLE001 - a constructor that raises: the statement is skipped
-            skip(step, f"it raised {type(e).__name__}: {_one_line(str(e))}")
+            skip(step, *_why_skipped(e, skipped))
             continue
         for name in (*step.names, *patched_attributes(stmt, namespace)):
             skipped.pop(name, None)
     return {name: record for name, record in skipped.items() if name not in namespace}
+
+
+def _why_skipped(e: Exception, skipped: Mapping[str, Skipped]) -> tuple[str, str | None]:
+    """Why a statement fxscope evaluated is skipped, when it raised ``e``, and the unset name it read."""
+    if isinstance(e, NameError):
+        name = getattr(e, "name", None)
+        return (_unset(name, skipped) if name else str(e)), name
+    if isinstance(e, NotAllowed):
+        return str(e), None
+    return f"it raised {type(e).__name__}: {_one_line(str(e))}", None
 
 
 def _unset(name: str, skipped: Mapping[str, Skipped], either: str = "") -> str:

@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import importlib
 import os
+import sys
 import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-__all__ = ["TorchInfo", "WARM_ANALYSES_ENV", "import_torch", "preload", "serve_workspace_from_source", "warm_up",
-           "workspace_files_since"]
+__all__ = ["TorchInfo", "WARM_ANALYSES_ENV", "Warmed", "import_torch", "prepare", "preload",
+           "serve_workspace_from_source", "warm_up", "workspace_files_since"]
 
 #: The zygote's environment names the analyses the workspace runs (comma-separated): :func:`warm_up`
 #: calls each one's ``warm_up`` before the first fork.
@@ -119,3 +120,40 @@ def warm_up() -> None:
         analysis = REGISTRY.get(name)
         if analysis is not None:
             analysis.warm_up()
+
+
+@dataclass(frozen=True)
+class Warmed:
+    """What :func:`prepare` imported: each ``preload`` and library (name -> None, or why it failed),
+    the workspace files the preloads read (root-relative path -> sha256) and warnings for the user."""
+
+    preload: dict[str, str | None]
+    libraries: dict[str, str | None]
+    preload_files: dict[str, str]
+    warnings: tuple[str, ...]
+
+
+def prepare(torch: TorchInfo | None, modules: Sequence[str], libraries: Sequence[str], root: str | None,
+            runner: str, *, explain: Callable[[BaseException], str | None],
+            announce: Callable[[str, str | None], None]) -> Warmed:
+    """Import the workspace's ``preload`` ``modules`` (from source when under ``root``) and, where
+    ``torch`` was imported (None: a zygote without torch), its installed ``libraries``; then import
+    the ``runner`` module and call its ``warm_up()``. ``announce(stage, module)`` is told each step."""
+    before = frozenset(sys.modules)
+    if root and modules:
+        serve_workspace_from_source(root)
+    loaded = preload(modules, explain=explain, announce=lambda name: announce("preload", name))
+    libs = preload(libraries, explain=explain, announce=lambda name: announce("library", name)) if torch else {}
+    files = workspace_files_since(root, before) if root and modules else {}
+    warnings = [f"preload {name!r} failed: {err}" for name, err in loaded.items() if err]
+    if torch is not None and torch.error:
+        warnings.insert(0, f"torch could not be imported: {torch.error}")
+    elif torch is not None:
+        announce("warm-up", None)
+        try:
+            warm = getattr(importlib.import_module(runner), "warm_up", None)
+            if callable(warm):
+                warm()
+        except BaseException as exc:  # noqa: BLE001 - a slower worker is better than none
+            warnings.append(f"warm-up failed (jobs will run slower): {type(exc).__name__}: {exc}")
+    return Warmed(loaded, libs, files, tuple(warnings))

@@ -17,20 +17,19 @@ import faulthandler
 import importlib
 import json
 import os
-import re
 import resource
 import signal
 import sys
-import traceback
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
-from types import TracebackType
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, replace
 from typing import Any, NoReturn
 
 from fxscope.job import touched
 from fxscope.job.overlay import install_overlays
+from fxscope.model.fault import Frame, ThreadStack, exception_fault, parse_faulthandler
 
 from . import sandbox
+from .messages import JobSpec
 from .reaper import kill_descendants, set_subreaper
 
 __all__ = [
@@ -38,7 +37,7 @@ __all__ = [
     "JobFiles",
     "OUTPUT_LIMIT",
     "OutputBuffer",
-    "parse_faulthandler",
+    "parse_stack",
     "run_child",
     "run_spare",
 ]
@@ -47,7 +46,6 @@ DEFAULT_RUNNER = "fxscope.worker.runner:run_trace_job"
 OUTPUT_LIMIT = 64 * 1024
 DEFAULT_RECURSION_LIMIT = 4000
 STACK_LIMIT = 64 * 1024 * 1024
-MAX_FRAMES = 100
 _THIS_FILE = os.path.normcase(os.path.abspath(__file__))
 _EXIT_NO_RESULT = 70
 _os_exit = os._exit  # the real one: user code's os._exit is wrapped to dump its stack first
@@ -67,9 +65,6 @@ class JobFiles:
     @property
     def stack(self) -> str:
         return os.path.join(self.directory, "stack.txt")
-
-
-Frame = dict[str, Any]
 
 
 class OutputBuffer:
@@ -111,101 +106,12 @@ class OutputBuffer:
         return (bytes(self._head) + middle + tail).decode("utf-8", errors="replace")
 
 
-_THREAD_RE = re.compile(r"^(Current thread|Thread) (0x[0-9a-fA-F]+)\b.*\(most recent call first\):")
-_STACK_RE = re.compile(r"^Stack \(most recent call first\):")
-_FRAME_RE = re.compile(r'^\s+File "(.*)", line (\d+|\?+) in (.*?)\s*$')
+def parse_stack(text: str) -> tuple[tuple[Frame, ...], tuple[ThreadStack, ...]]:
+    """The last stack dump in ``text`` (a job's stack file), without the worker's own frames."""
+    return parse_faulthandler(text, _THIS_FILE, _exit_with_stack.__name__)
 
 
-def _user_frames(frames: list[Frame]) -> list[Frame]:
-    """Drop the worker's own frames: keep what follows the last frame in this module."""
-    for i in range(len(frames) - 1, -1, -1):
-        if os.path.normcase(os.path.abspath(frames[i]["file"])) == _THIS_FILE:
-            return frames[i + 1 :]
-    return frames
-
-
-def parse_faulthandler(text: str) -> dict[str, Any]:
-    """Parse a ``faulthandler`` dump into ``{"stack": [...], "threads": [...]}``.
-
-    Frames are ``{"file", "line", "name"}`` dicts, outermost first. ``stack`` is the thread that
-    received the signal (the main thread); ``threads`` lists the others as ``{"thread", "stack"}``.
-    Only the last dump in ``text`` is used.
-    """
-    blocks: list[tuple[str, bool, list[Frame]]] = []
-    for line in text.splitlines():
-        m = _THREAD_RE.match(line)
-        if m:
-            if m.group(1) == "Current thread" and any(b[1] for b in blocks):
-                blocks = []  # a later dump starts
-            blocks.append((m.group(2), m.group(1) == "Current thread", []))
-            continue
-        if _STACK_RE.match(line):
-            blocks = [("", True, [])]
-            continue
-        m = _FRAME_RE.match(line)
-        if m and blocks:
-            lineno = int(m.group(2)) if m.group(2).isdigit() else None
-            blocks[-1][2].append({"file": m.group(1), "line": lineno, "name": m.group(3)})
-    stack: list[Frame] = []
-    threads: list[dict[str, Any]] = []
-    for ident, current, frames in blocks:
-        frames = list(reversed(frames))
-        while frames and frames[-1]["name"] == _exit_with_stack.__name__ and (
-                os.path.normcase(os.path.abspath(frames[-1]["file"])) == _THIS_FILE):
-            frames.pop()  # the os._exit wrapper itself
-        frames = _user_frames(frames)
-        if current:
-            stack = frames
-        else:
-            threads.append({"thread": ident, "stack": frames})
-    return {"stack": stack, "threads": threads}
-
-
-def _tb_frames(tb: TracebackType | None) -> tuple[list[Frame], int]:
-    frames = [
-        {"file": f.filename, "line": f.lineno, "name": f.name}
-        for f in traceback.extract_tb(tb)
-        if not f.filename.startswith("<frozen importlib")
-    ]
-    frames = _user_frames(frames)
-    omitted = 0
-    if len(frames) > MAX_FRAMES:
-        keep = MAX_FRAMES // 2
-        omitted = len(frames) - 2 * keep
-        frames = frames[:keep] + frames[-keep:]
-    return frames, omitted
-
-
-def _safe_str(value: object) -> str:
-    try:
-        return str(value)
-    except BaseException:  # noqa: BLE001 - a broken __str__ must not lose the fault
-        return f"<unprintable {type(value).__name__}>"
-
-
-def exception_fault(exc: BaseException) -> dict[str, Any]:
-    """Describe ``exc`` as an ``exception`` (or, for ``SystemExit``, ``exit``) fault dict."""
-    frames, omitted = _tb_frames(exc.__traceback__)
-    if isinstance(exc, SystemExit):
-        code = exc.code
-        fault: dict[str, Any] = {"fault": "exit"}
-        if code is None or isinstance(code, int):
-            fault["exit_code"] = 0 if code is None else code
-        else:
-            fault["exit_code"] = 1
-            fault["message"] = _safe_str(code)
-    else:
-        fault = {"fault": "exception", "type": type(exc).__qualname__, "message": _safe_str(exc)}
-        module = type(exc).__module__
-        if module not in ("builtins", None):
-            fault["type"] = f"{module}.{type(exc).__qualname__}"
-    fault["traceback"] = frames
-    if omitted:
-        fault["frames_omitted"] = omitted
-    return fault
-
-
-def _resolve_runner(spec: str) -> Callable[[dict[str, Any]], Any]:
+def _resolve_runner(spec: str) -> Callable[[dict[str, object]], object]:
     module_name, sep, attr = spec.partition(":")
     if not sep or not module_name or not attr:
         raise ValueError(f"runner must be 'module:function', got {spec!r}")
@@ -215,7 +121,7 @@ def _resolve_runner(spec: str) -> Callable[[dict[str, Any]], Any]:
     return obj
 
 
-def _set_limits(job: dict[str, Any]) -> None:
+def _set_limits(job: JobSpec) -> None:
     soft, hard = resource.getrlimit(resource.RLIMIT_STACK)
     if soft != resource.RLIM_INFINITY and soft < STACK_LIMIT:
         target = STACK_LIMIT if hard == resource.RLIM_INFINITY else min(STACK_LIMIT, hard)
@@ -223,8 +129,8 @@ def _set_limits(job: dict[str, Any]) -> None:
             resource.setrlimit(resource.RLIMIT_STACK, (target, hard))
         except (ValueError, OSError):
             pass
-    sys.setrecursionlimit(int(job.get("recursion_limit") or DEFAULT_RECURSION_LIMIT))
-    limit_mb = job.get("memory_limit_mb")
+    sys.setrecursionlimit(job.recursion_limit or DEFAULT_RECURSION_LIMIT)
+    limit_mb = job.memory_limit_mb
     if limit_mb:
         vm_bytes = 0
         with open("/proc/self/status") as fh:
@@ -299,7 +205,7 @@ def _exit_with_stack(status: int) -> NoReturn:
     _os_exit(status)
 
 
-def _write_result(files: JobFiles, result: dict[str, Any]) -> None:
+def _write_result(files: JobFiles, result: Mapping[str, object]) -> None:
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
@@ -312,26 +218,16 @@ def _write_result(files: JobFiles, result: dict[str, Any]) -> None:
     os.replace(tmp, files.result)
 
 
-def _private_temp(files: JobFiles) -> None:
-    """Temporary files of the job (``tempfile``, and every library that reads ``TMPDIR``: torch's
-    compile caches) go to its own directory, which the zygote removes when the job ends; so do the
-    library caches while sandboxed (see :func:`fxscope.worker.sandbox.redirect_caches`)."""
-    sandbox.redirect_caches(files.directory)
-
-
-def _run(job: dict[str, Any], files: JobFiles) -> dict[str, Any]:
-    _set_limits(job)
-    _private_temp(files)
-    sys_path = [str(p) for p in job.get("sys_path") or ()]
-    if sys_path:
-        sys.path[:0] = sys_path
-    root = job.get("root")
-    if root:
-        os.chdir(root)
-    overlays = job.get("overlays")
-    if overlays:
-        install_overlays(overlays)
-    runner = _resolve_runner(job.get("runner") or DEFAULT_RUNNER)
+def _run(job: dict[str, object], files: JobFiles) -> dict[str, object]:
+    spec = JobSpec.from_json(job)
+    _set_limits(spec)
+    sandbox.redirect_caches(files.directory)  # TMPDIR (and caches, sandboxed): the job's directory, removed with it
+    sys.path[:0] = spec.sys_path
+    if spec.root:
+        os.chdir(spec.root)
+    if spec.overlays:
+        install_overlays(spec.overlays)
+    runner = _resolve_runner(spec.runner or DEFAULT_RUNNER)
     result = runner(job)
     if not isinstance(result, dict):
         raise TypeError(f"runner returned {type(result).__name__}, expected dict")
@@ -339,7 +235,7 @@ def _run(job: dict[str, Any], files: JobFiles) -> dict[str, Any]:
 
 
 def run_child(
-    job: dict[str, Any],
+    job: dict[str, object],
     files: JobFiles,
     close_fds: Iterable[int],
     parent_pid: int,
@@ -371,7 +267,7 @@ def run_spare(
     _serve(lambda: _receive_job(job_fd), files, close_fds, parent_pid, prctl, output_fd, done_fd)
 
 
-def _receive_job(fd: int) -> dict[str, Any] | None:
+def _receive_job(fd: int) -> dict[str, object] | None:
     """The job the zygote wrote on ``fd`` before closing it, or None when it wrote nothing."""
     chunks = []
     while True:
@@ -392,7 +288,7 @@ def _receive_job(fd: int) -> dict[str, Any] | None:
 
 
 def _serve(
-    get_job: Callable[[], dict[str, Any] | None],
+    get_job: Callable[[], dict[str, object] | None],
     files: JobFiles,
     close_fds: Iterable[int],
     parent_pid: int,
@@ -421,18 +317,17 @@ def _serve(
             _os_exit(code)
 
 
-def _finish_job(job: dict[str, Any], files: JobFiles) -> None:
+def _finish_job(job: dict[str, object], files: JobFiles) -> None:
     """Run ``job`` and write its result file: the runner's dict or a fault."""
     try:
         result = _run(job, files)
     except BaseException as exc:  # noqa: BLE001 - SystemExit, MemoryError... all are faults
-        result = exception_fault(exc)
+        result = exception_fault(exc, _THIS_FILE).to_json()
     try:
         _write_result(files, result)
     except BaseException as exc:  # noqa: BLE001 - e.g. a result that is not JSON
-        fault = exception_fault(exc)
-        fault["message"] = f"could not serialise the result: {fault.get('message', '')}"
-        _write_result(files, fault)
+        fault = exception_fault(exc, _THIS_FILE)
+        _write_result(files, replace(fault, message=f"could not serialise the result: {fault.message or ''}").to_json())
 
 
 def _announce_done(fd: int) -> None:

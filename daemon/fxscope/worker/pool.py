@@ -2,13 +2,9 @@
 
 The pool never imports torch or user code itself. The zygote starts lazily on the first
 :meth:`WorkerPool.submit` (so cached-only runs never spawn it) and is restarted when it dies,
-when the preload list changes, or when torch is reinstalled.
-
-Example::
-
-    with WorkerPool(preload=["transformers"]) as pool:
-        handle = pool.submit({"root": "/ws", "target": "pkg.models:Net", "timeout": 30})
-        report = handle.result()          # the runner's dict, or {"fault": ...}
+when the preload list changes, or when torch is reinstalled. It speaks to the zygote in the typed
+messages of :mod:`.messages`; a job's result is the runner's answer or a fault (see
+:class:`WorkerPool`).
 """
 
 from __future__ import annotations
@@ -32,7 +28,9 @@ from typing import Any
 from fxscope.errors import TorchUnavailableError, WorkerStartError
 
 from . import reaper
-from .protocol import ProtocolError, encode, grow_pipe, read_message, validate_reply, write_all
+from .messages import Answer, Cancel, Done, JobSpec, Ready, Run, Started, Starting, read_reply
+from .protocol import ProtocolError, encode, grow_pipe, read_message, write_all
+from fxscope.model.fault import Fault
 from fxscope.job.torch_env import torch_problem, torch_stamp as _torch_stamp  # (tests replace _torch_stamp)
 
 __all__ = ["JobHandle", "WorkerPool"]
@@ -58,13 +56,8 @@ SWEEP_ROUNDS = 50
 _PACKAGE_PARENT = str(Path(__file__).resolve().parent.parent.parent)
 
 
-def _cancelled() -> dict[str, Any]:
-    return {"fault": "cancelled"}
-
-
-def _died(message: str, **extra: Any) -> dict[str, Any]:
-    return {"fault": "crash", "signal": None, "signal_name": None, "exit_code": None,
-            "message": message, **extra}
+def _died(message: str, startup: bool | None = None, no_torch: bool | None = None) -> Fault:
+    return Fault("crash", message, startup=startup, no_torch=no_torch)
 
 
 def _startup_timeout() -> float:
@@ -77,9 +70,10 @@ def _startup_timeout() -> float:
 class JobHandle:
     """The future of one submitted job. Obtained from :meth:`WorkerPool.submit`."""
 
-    def __init__(self, pool: WorkerPool, job_id: str, job: dict[str, Any], frame: bytes) -> None:
+    def __init__(self, pool: WorkerPool, job_id: str, job: dict[str, object], spec: JobSpec, frame: bytes) -> None:
         self.job_id = job_id
         self.job = job
+        self.spec = spec
         self.pid: int | None = None
         """Process id of the child running the job, once started."""
         self.duration_ms: float | None = None
@@ -89,7 +83,9 @@ class JobHandle:
         self._attempts = 0  # times sent to a zygote
         self._deadline: float | None = None  # watchdog: monotonic time by which "done" is due
         self._overdue = False
-        self._result: dict[str, Any] | None = None
+        self.outcome: Fault | Answer | None = None
+        """The job's typed result, once done."""
+        self._result: dict[str, object] | None = None
         self._event = threading.Event()
         self._callbacks: list[Callable[[JobHandle], Any]] = []
         self._cb_lock = threading.Lock()
@@ -103,8 +99,9 @@ class JobHandle:
         """True once a result (or fault) is available."""
         return self._event.is_set()
 
-    def result(self, timeout: float | None = None) -> dict[str, Any]:
-        """Wait for the runner's dict or a fault dict; ``TimeoutError`` if not done in time."""
+    def result(self, timeout: float | None = None) -> dict[str, object]:
+        """Wait for the runner's dict or a fault dict (:attr:`outcome` as JSON); ``TimeoutError`` if
+        not done in time."""
         if not self._event.wait(timeout):
             raise TimeoutError(f"job {self.job_id} not done after {timeout} s")
         assert self._result is not None
@@ -119,7 +116,7 @@ class JobHandle:
 
     def cancelled(self) -> bool:
         """True if the job ended as ``{"fault": "cancelled"}``."""
-        return self.done() and (self._result or {}).get("fault") == "cancelled"
+        return self.done() and isinstance(self.outcome, Fault) and self.outcome.kind == "cancelled"
 
     def add_done_callback(self, fn: Callable[[JobHandle], Any]) -> None:
         """Call ``fn(handle)`` when done (at once, in this thread, if already done).
@@ -132,12 +129,13 @@ class JobHandle:
                 return
         _call(fn, self)
 
-    def _finish(self, result: dict[str, Any], duration_ms: float | None) -> None:
+    def _finish(self, result: Fault | Answer, duration_ms: float | None) -> None:
         with self._cb_lock:
             if self._event.is_set():
                 return
             self._state = "done"
-            self._result = result
+            self.outcome = result
+            self._result = result.to_json()
             self.duration_ms = duration_ms
             self._frame = b""
             self._event.set()
@@ -156,7 +154,7 @@ def _call(fn: Callable[[JobHandle], Any], handle: JobHandle) -> None:
         log.exception("fxscope worker: done callback failed")
 
 
-Completion = tuple[JobHandle, dict[str, Any], "float | None"]
+Completion = tuple[JobHandle, "Fault | Answer", "float | None"]
 
 
 class _Zygote:
@@ -164,11 +162,11 @@ class _Zygote:
 
     def __init__(self, pool: WorkerPool, command: list[str], env: dict[str, str],
                  log_path: Path | None) -> None:
-        self.info: dict[str, Any] | None = None
+        self.info: Ready | None = None
         self.ready = threading.Event()
         self.exited = threading.Event()
         self.started_at = time.monotonic()
-        self.stage: dict[str, Any] = {}  # the last "starting" message: what start-up is doing
+        self.stage = Starting("")  # what start-up is doing
         self.failure: str | None = None  # why the pool killed it (start-up deadline, watchdog)
         self.no_torch = False  # its interpreter has no supported torch (failure says which and why)
         self._wlock = threading.Lock()
@@ -254,7 +252,7 @@ class _Zygote:
         finally:
             os.close(self._rfd)
             self.kill_if_alive_after(SHUTDOWN_GRACE)
-            scratch = (self.info or {}).get("scratch")
+            scratch = self.info.scratch if self.info else None
             if scratch:  # normally removed by the zygote; not if it was killed
                 shutil.rmtree(scratch, ignore_errors=True)
             pool = self._pool()
@@ -273,7 +271,7 @@ class _Zygote:
 
     def doing(self) -> str:
         """What start-up was doing, for messages: ``importing preload 'x'``."""
-        stage, module = self.stage.get("stage"), self.stage.get("module")
+        stage, module = self.stage.stage, self.stage.module
         if stage == "library" and module:
             return f"importing the workspace's library {module!r}"
         if stage == "preload" and module:
@@ -395,7 +393,7 @@ class WorkerPool:
         self._running: dict[str, JobHandle] = {}
         self._closed = False
         self._next_id = 0
-        self._info: dict[str, Any] | None = None
+        self._info: Ready | None = None
         self._torch_checked = 0.0
         self._watchdog: threading.Thread | None = None
         self._pool_env = f"{os.getpid()}-{uuid.uuid4().hex}"
@@ -406,11 +404,11 @@ class WorkerPool:
 
     # -- public API -----------------------------------------------------------------------------
     @property
-    def info(self) -> dict[str, Any] | None:
-        """The zygote's ``ready`` message (pid, python, torch_version, preload, ...), or None."""
-        return self._info
+    def info(self) -> dict[str, object] | None:
+        """The zygote's ``ready`` message as JSON (pid, python, torch_version, preload, ...), or None."""
+        return None if self._info is None else self._info.to_json()
 
-    def ensure_started(self, timeout: float | None = None) -> dict[str, Any]:
+    def ensure_started(self, timeout: float | None = None) -> dict[str, object]:
         """Start the zygote now if needed and wait until it is ready; return :attr:`info`."""
         with self._lock:
             self._check_open()
@@ -427,16 +425,18 @@ class WorkerPool:
                 raise TimeoutError("fxscope worker did not become ready in time")
             zygote.ready.wait(0.05 if left is None else min(0.05, left))
         assert zygote.info is not None
-        return zygote.info
+        return zygote.info.to_json()
 
-    def submit(self, job: dict[str, Any]) -> JobHandle:
-        """Queue ``job`` (a JSON-serialisable dict) and return its :class:`JobHandle`."""
+    def submit(self, job: dict[str, object]) -> JobHandle:
+        """Queue ``job`` (a JSON-serialisable dict) and return its :class:`JobHandle`; ``ValueError``
+        when a field the worker reads (:class:`JobSpec`) is ill-typed."""
+        spec = JobSpec.from_json(job)
         with self._lock:
             self._check_open()
             self._next_id += 1
             job_id = str(self._next_id)
-            frame = encode({"op": "run", "job_id": job_id, "job": job})  # TypeError if not JSON
-            handle = JobHandle(self, job_id, job, frame)
+            frame = encode(Run(job_id, job).to_json())  # TypeError if not JSON
+            handle = JobHandle(self, job_id, job, spec, frame)
             self._maybe_restart_for_torch()
             self._queue.append(handle)
             done = self._pump()
@@ -475,7 +475,7 @@ class WorkerPool:
             zygote.close(wait=None if zygote.is_reader_thread() else SHUTDOWN_GRACE)
         self._sweep()
         self._maybe_release()
-        self._complete([(h, _cancelled(), None) for h in pending])
+        self._complete([(h, Fault("cancelled"), None) for h in pending])
 
     def __enter__(self) -> WorkerPool:
         return self
@@ -592,7 +592,7 @@ class WorkerPool:
         if now - self._torch_checked < TORCH_CHECK_INTERVAL:
             return
         self._torch_checked = now
-        if _torch_stamp(zygote.info.get("torch_path")) != zygote.info.get("torch_stamp"):
+        if _torch_stamp(zygote.info.torch_path) != zygote.info.torch_stamp:
             log.info("fxscope worker: torch changed on disk; restarting the worker")
             self.restart()
 
@@ -613,7 +613,7 @@ class WorkerPool:
             handle = self._queue.popleft()
             handle._state = "running"
             handle._attempts += 1
-            handle._deadline = _deadline(handle.job)
+            handle._deadline = _deadline(handle.spec)
             self._running[handle.job_id] = handle
             zygote.send(handle._frame)  # on failure the reader thread sees EOF and reports
         return done
@@ -627,11 +627,11 @@ class WorkerPool:
                     self._queue.remove(handle)
                 except ValueError:
                     return False
-                done: list[Completion] = [(handle, _cancelled(), None)]
+                done: list[Completion] = [(handle, Fault("cancelled"), None)]
             else:
                 zygote = self._zygote
                 if zygote is not None:
-                    zygote.send(encode({"op": "cancel", "job_id": handle.job_id}))
+                    zygote.send(encode(Cancel(handle.job_id).to_json()))
                 return True
         self._complete(done)
         return True
@@ -641,52 +641,53 @@ class WorkerPool:
         for handle, result, duration in done:
             handle._finish(result, duration)
 
-    def _on_message(self, zygote: _Zygote, message: dict[str, Any]) -> None:
-        """Reader thread: one message from ``zygote``."""
+    def _on_message(self, zygote: _Zygote, message: dict[str, object]) -> None:
+        """Reader thread: one message from ``zygote``, read strictly (a malformed one replaces it)."""
         done: list[Completion] = []
-        problem = validate_reply(message)
-        if problem is not None:
-            self._protocol_failure(zygote, problem)
+        try:
+            reply = read_reply(message)
+        except ProtocolError as exc:
+            self._protocol_failure(zygote, str(exc))
             return
+        problem = None
         with self._lock:
             if zygote is not self._zygote:
                 return
-            op = message.get("op")
-            if op == "starting":
-                zygote.stage = message
+            if isinstance(reply, Starting):
+                zygote.stage = reply
                 zygote.started_at = time.monotonic()  # each stage gets the whole deadline
-            elif op == "ready" and (no_torch := torch_problem(message)) is not None:
+            elif isinstance(reply, Ready) and (no_torch := torch_problem(reply.to_json())) is not None:
                 zygote.failure, zygote.no_torch = no_torch, True  # the environment, not a job's code
                 zygote.kill()  # its exit fails the queue with this one start-up error
-            elif op == "ready":
-                zygote.info = message
-                self._info = message
-                for warning in message.get("warnings") or ():
+            elif isinstance(reply, Ready):
+                zygote.info = self._info = reply
+                for warning in reply.warnings:
                     log.warning("fxscope worker: %s", warning)
                 zygote.ready.set()
                 self._torch_checked = time.monotonic()
                 done = self._pump()
-            elif op == "started":
-                handle = self._running.get(message["job_id"])
-                if handle is not None:
-                    handle.pid = message["pid"]
-            elif op == "done":
-                handle = self._running.get(message["job_id"])
-                pid = message.get("pid")
-                if handle is not None and handle.pid is not None and pid is not None and pid != handle.pid:
-                    problem = (f"job {message['job_id']} reported done by process {pid}, "
-                               f"but it runs in {handle.pid}")
-                else:
-                    if handle is not None:
-                        del self._running[message["job_id"]]
-                        if handle.pid is None:
-                            handle.pid = pid
-                        done.append((handle, message["result"], message.get("duration_ms")))
-                    done += self._pump()
+            elif isinstance(reply, Started):
+                if (started := self._running.get(reply.job_id)) is not None:
+                    started.pid = reply.pid
+            else:
+                problem = self._on_done(reply, done)
         if problem is not None:
             self._protocol_failure(zygote, problem)
             return
         self._complete(done)
+
+    def _on_done(self, reply: Done, done: list[Completion]) -> str | None:
+        """A job's ``done``: its completion appended to ``done``, or why it is inconsistent. Lock held."""
+        handle = self._running.get(reply.job_id)
+        if handle is not None and handle.pid is not None and reply.pid is not None and reply.pid != handle.pid:
+            return f"job {reply.job_id} reported done by process {reply.pid}, but it runs in {handle.pid}"
+        if handle is not None:
+            del self._running[reply.job_id]
+            if handle.pid is None:
+                handle.pid = reply.pid
+            done.append((handle, reply.result, reply.duration_ms))
+        done += self._pump()
+        return None
 
     def _protocol_failure(self, zygote: _Zygote, problem: str) -> None:
         """A malformed or inconsistent reply: the zygote can no longer be trusted; replace it."""
@@ -712,9 +713,8 @@ class WorkerPool:
                     except OSError:
                         pass
                 if handle._overdue:
-                    timeout = handle.job.get("timeout")
                     done.append((handle, _died(f"no result {WATCHDOG_GRACE:g} s after the job's "
-                                               f"{timeout} s timeout: {message}"), None))
+                                               f"{handle.spec.timeout:g} s timeout: {message}"), None))
                 elif zygote.failure and handle._attempts < MAX_ATTEMPTS and zygote.ready.is_set():
                     handle.pid = None
                     handle._state = "queued"
@@ -737,13 +737,9 @@ class WorkerPool:
         self._complete(done)
 
 
-def _deadline(job: dict[str, Any]) -> float | None:
+def _deadline(job: JobSpec) -> float | None:
     """When the watchdog gives up on ``job`` (None: it has no timeout)."""
-    try:
-        timeout = float(job.get("timeout") or 0)
-    except (TypeError, ValueError):
-        return None
-    return time.monotonic() + timeout + WATCHDOG_GRACE if timeout > 0 else None
+    return time.monotonic() + job.timeout + WATCHDOG_GRACE if job.timeout else None
 
 
 def _watch(pool_ref: weakref.ref[WorkerPool]) -> None:

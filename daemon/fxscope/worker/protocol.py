@@ -20,7 +20,9 @@ from __future__ import annotations
 import json
 import os
 import struct
-from typing import Any
+from collections.abc import Mapping
+
+from fxscope.model.fault import CHILD_FAULTS, Fault
 
 __all__ = [
     "FrameDecoder",
@@ -33,8 +35,6 @@ __all__ = [
     "read_frame",
     "read_message",
     "resolve_attached",
-    "validate_child_result",
-    "validate_reply",
     "write_all",
 ]
 
@@ -46,7 +46,7 @@ class ProtocolError(Exception):
     """A frame could not be decoded."""
 
 
-def encode(message: dict[str, Any]) -> bytes:
+def encode(message: Mapping[str, object]) -> bytes:
     """Return ``message`` as one frame (length prefix + JSON)."""
     return encode_raw(json.dumps(message, separators=(",", ":")).encode("utf-8"))
 
@@ -58,7 +58,7 @@ def encode_raw(payload: bytes) -> bytes:
     return _HEADER.pack(len(payload)) + payload
 
 
-def encode_attached(message: dict[str, Any], payload: bytes) -> bytes:
+def encode_attached(message: Mapping[str, object], payload: bytes) -> bytes:
     """``message`` with ``"attached"``, followed by ``payload`` as a frame of its own."""
     return encode({**message, "attached": len(payload)}) + encode_raw(payload)
 
@@ -69,10 +69,10 @@ class FrameDecoder:
     def __init__(self) -> None:
         self._buf = bytearray()
 
-    def feed(self, data: bytes) -> list[dict[str, Any]]:
+    def feed(self, data: bytes) -> list[dict[str, object]]:
         """Append ``data`` and return every message now complete (possibly none)."""
         self._buf += data
-        out: list[dict[str, Any]] = []
+        out: list[dict[str, object]] = []
         buf = self._buf
         pos = 0
         while len(buf) - pos >= _HEADER.size:
@@ -92,7 +92,7 @@ class FrameDecoder:
         return len(self._buf)
 
 
-def _decode(payload: bytes) -> dict[str, Any]:
+def _decode(payload: bytes) -> dict[str, object]:
     try:
         message = json.loads(payload)
     except ValueError as exc:
@@ -102,33 +102,15 @@ def _decode(payload: bytes) -> dict[str, Any]:
     return message
 
 
-#: Fault kinds a job's own process may report; the others (timeout, crash, cancelled) are decided
-#: by the zygote alone, so a job can never claim to have been cancelled.
-CHILD_FAULTS = frozenset({"exception", "exit"})
-#: Every fault kind a ``done`` reply may carry.
-FAULTS = CHILD_FAULTS | {"timeout", "crash", "cancelled"}
-
-
-def validate_child_result(value: Any) -> str | None:
-    """Why ``value`` (parsed from a job's result file) is not a result, or ``None`` if it is one.
-
-    >>> validate_child_result({"fault": "cancelled"})
-    "fault 'cancelled' cannot come from a job"
-    """
-    if not isinstance(value, dict):
-        return f"a JSON {type(value).__name__}, not an object"
-    fault = value.get("fault")
-    if fault is not None and fault not in CHILD_FAULTS:
-        return f"fault {fault!r} cannot come from a job"
-    return None
-
-
-def parse_child_result(raw: bytes) -> tuple[dict[str, Any] | None, str | None]:
+def parse_child_result(raw: bytes) -> tuple[dict[str, object] | None, str | None]:
     """The result a job's process wrote as ``raw`` (its result file), checked; ``(None, why)``
-    when it is no result (``why`` is ``None`` when it is empty).
+    when it is no result (``why`` is ``None`` when it is empty). A fault it wrote must be one
+    :meth:`Fault.from_json` reads, of a kind a job may report.
 
     >>> parse_child_result(b'[1]')
     (None, 'it wrote a malformed result (a JSON list, not an object)')
+    >>> parse_child_result(b'{"fault": "cancelled"}')
+    (None, "it wrote a malformed result (fault 'cancelled' cannot come from a job)")
     """
     if not raw:
         return None, None
@@ -136,55 +118,31 @@ def parse_child_result(raw: bytes) -> tuple[dict[str, Any] | None, str | None]:
         value = json.loads(raw)
     except (ValueError, RecursionError):
         return None, "it wrote a result that is not valid JSON"
-    problem = validate_child_result(value)
-    if problem:
-        return None, f"it wrote a malformed result ({problem})"
+    if not isinstance(value, dict):
+        return None, f"it wrote a malformed result (a JSON {type(value).__name__}, not an object)"
+    if "fault" in value:
+        try:
+            kind = Fault.from_json(value).kind
+        except ValueError as exc:
+            return None, f"it wrote a malformed result ({exc})"
+        if kind not in CHILD_FAULTS:
+            return None, f"it wrote a malformed result (fault {kind!r} cannot come from a job)"
     return value, None
 
 
-def resolve_attached(message: dict[str, Any], payload: bytes) -> None:
+def resolve_attached(message: dict[str, object], payload: bytes) -> None:
     """Set the ``result`` of a ``done`` reply from its attached ``payload``: the job's own result
     with the ``output`` of the reply's fallback fault, or, when ``payload`` is no result, that
     fault with the reason appended to its message."""
     fallback = message.get("result")
     if not isinstance(fallback, dict):
-        return  # malformed: validate_reply rejects it
+        return  # malformed: Done.from_json rejects it
     result, problem = parse_child_result(payload)
     if result is not None:
         result["output"] = fallback.get("output", "")
         message["result"] = result
     else:
         fallback["message"] = f"{fallback.get('message', '')}{problem or 'it wrote no result'}"
-
-
-def validate_reply(message: dict[str, Any]) -> str | None:
-    """Why ``message`` from the zygote is malformed, or ``None`` when its shape is right.
-
-    >>> validate_reply({"op": "done", "job_id": "1", "pid": 7, "duration_ms": 1.0, "result": []})
-    'done: result is not an object'
-    """
-    op = message.get("op")
-    if op in ("ready", "starting"):
-        return None
-    if op not in ("started", "done"):
-        return f"unknown op {op!r}"
-    if not isinstance(message.get("job_id"), str):
-        return f"{op}: job_id is not a string"
-    pid = message.get("pid")
-    if op == "started" and (not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0):
-        return "started: pid is not a process id"
-    if op == "done":
-        if pid is not None and (not isinstance(pid, int) or isinstance(pid, bool)):
-            return "done: pid is not a process id"
-        if not isinstance(message.get("duration_ms"), (int, float, type(None))):
-            return "done: duration_ms is not a number"
-        result = message.get("result")
-        if not isinstance(result, dict):
-            return "done: result is not an object"
-        fault = result.get("fault")
-        if fault is not None and fault not in FAULTS:
-            return f"done: unknown fault {fault!r}"
-    return None
 
 
 def write_all(fd: int, data: bytes) -> None:
@@ -217,7 +175,7 @@ def read_frame(fd: int) -> bytes | None:
     return _read_exact(fd, size) if size else b""
 
 
-def read_message(fd: int) -> dict[str, Any] | None:
+def read_message(fd: int) -> dict[str, object] | None:
     """Read one message from the blocking file descriptor ``fd``, with its attached result
     resolved (see :func:`resolve_attached`); ``None`` at end of file."""
     payload = read_frame(fd)

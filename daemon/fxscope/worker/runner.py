@@ -8,7 +8,6 @@ binds it to the process: the OS sandbox's refusals explained as FXS408, and :fun
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 from fxscope.job.run import run_job
 from fxscope.job.trace_job import TraceJob
@@ -24,7 +23,7 @@ def _sandbox_cause(e: BaseException) -> tuple[str, str, str | None] | None:
     return None if denial is None else ("FXS408", denial.message(), None)
 
 
-def run_trace_job(raw_job: Mapping[str, Any]) -> dict[str, Any]:
+def run_trace_job(raw_job: Mapping[str, object]) -> dict[str, object]:
     """Run one trace job (``raw_job``: a :class:`TraceJob` as JSON) in this child; the result is
     its :class:`~fxscope.model.outcome.TargetOutcome` as JSON (see :mod:`fxscope.job.run`)."""
     from fxscope.trace.classify import EXTERNAL_CAUSES

@@ -38,14 +38,13 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from fxscope.model.sandbox import SandboxStatus
+from fxscope.model.sandbox import HOW_TO_ALLOW, Denial, SandboxStatus
 
 __all__ = ["CACHE_ENV", "Denial", "HOW_TO_ALLOW", "PRETEND_MISSING_ENV", "begin", "denial_of", "enter_job",
            "expected", "landlock_abi", "off", "record_attempts", "redirect_caches", "restrict_writes", "status"]
 
 #: Testing only: comma-separated mechanisms to treat as missing (``landlock``, ``user-namespace``).
 PRETEND_MISSING_ENV = "FXSCOPE_SANDBOX_PRETEND_MISSING"
-HOW_TO_ALLOW = "to allow it, set `sandbox = false` in [tool.fxscope] or run `fxscope check --no-sandbox`"
 
 _SYS_CREATE_RULESET, _SYS_ADD_RULE, _SYS_RESTRICT_SELF = 444, 445, 446
 _CREATE_RULESET_VERSION = 1
@@ -283,28 +282,6 @@ def redirect_caches(directory: str) -> None:
 
 
 # -- attributing refusals ---------------------------------------------------------------------
-@dataclass(frozen=True)
-class Denial:
-    """What the sandbox refused: ``action`` (``write``, ``connect``, ``bind``) of ``what`` (a path,
-    or ``host:port``)."""
-
-    action: str
-    what: str
-
-    def message(self) -> str:
-        """The finding's message."""
-        kind = _state.status.kind
-        if self.action == "write":
-            where = "outside the job's temporary directory"
-            return (f"fxscope's sandbox blocked writing `{self.what}` ({where}); plain Python would have written it "
-                    f"(fxscope runs model code in a Landlock sandbox: no writes outside the job's temporary "
-                    f"directory, no TCP connections); {HOW_TO_ALLOW}")
-        how = "a user namespace without network" if kind == "user-namespace" or _state.netns else "Landlock"
-        verb = "a TCP connection to" if self.action == "connect" else "binding a TCP socket to"
-        return (f"fxscope's sandbox blocked {verb} {self.what} (fxscope runs model code without network: {how}); "
-                f"plain Python would have tried it; {HOW_TO_ALLOW}")
-
-
 _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
 _PATH_EVENTS = {"os.mkdir": 1, "os.rename": 2, "os.remove": 1, "os.rmdir": 1, "os.symlink": 2, "os.link": 2,
                 "os.truncate": 1, "os.mkfifo": 1, "os.mknod": 1, "os.utime": 1, "os.chmod": 1}
@@ -416,7 +393,8 @@ def _network_denial(error: BaseException) -> Denial | None:
         tb = tb.tb_next
     for action, address, code, line in reversed(_recorder.network):
         if code is tb.tb_frame.f_code and line == tb.tb_lineno:
-            return Denial(action, address)
+            netns = _state.status.kind == "user-namespace" or _state.netns
+            return Denial(action, address, "a user namespace without network" if netns else "Landlock")
     return None
 
 

@@ -5,16 +5,9 @@ Run as ``python -m fxscope.worker.zygote --fd-in N --fd-out M [--preload MOD] [-
 any ``--preload`` runs, so a workspace package is never shadowed by an installed copy; with
 ``--root``, the ``ready`` message lists the workspace files the preloads imported
 (``preload_files``: root-relative path -> sha256 of the source executed).
-Messages (see :mod:`fxscope.worker.protocol`) arrive on ``--fd-in``; replies leave on
-``--fd-out``. The zygote's own stdout/stderr are whatever the parent gave it (``/dev/null`` or a
-log file); they are never the protocol.
-
-Requests: ``{"op": "run", "job_id", "job"}``, ``{"op": "cancel", "job_id"}``,
-``{"op": "shutdown"}``.
-Replies: ``{"op": "starting", "stage", "module"}`` while starting (``torch``, each ``preload``
-module, ``warm-up``), ``{"op": "ready", ...}`` once, ``{"op": "started", "job_id", "pid"}`` per fork, and
-``{"op": "done", "job_id", "pid", "duration_ms", "result"}`` per job, where ``result`` is the
-runner's dict or a fault dict (``exception``, ``exit``, ``timeout``, ``crash``, ``cancelled``).
+Requests (:mod:`fxscope.worker.messages`) arrive on ``--fd-in``; replies leave on ``--fd-out``.
+The zygote's own stdout/stderr are whatever the parent gave it (``/dev/null`` or a log file); they
+are never the protocol.
 
 A job is answered as soon as its child writes a byte on the job's done pipe (after its result file
 and the end of its descendants): the kernel's teardown of the child's address space is then off
@@ -38,7 +31,6 @@ from __future__ import annotations
 
 import argparse
 import gc
-import importlib
 import json
 import os
 import platform
@@ -52,12 +44,15 @@ import time
 import traceback
 from collections import deque
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
-from fxscope.job.warm import TorchInfo, import_torch, preload, serve_workspace_from_source, workspace_files_since
+from fxscope.job.warm import TorchInfo, import_torch, prepare
 
-from .child import DEFAULT_RUNNER, JobFiles, OutputBuffer, parse_faulthandler, run_child, run_spare
+from fxscope.model.fault import Fault, crash_fault
+
+from .child import DEFAULT_RUNNER, JobFiles, OutputBuffer, parse_stack, run_child, run_spare
+from .messages import Answer, Done, JobSpec, Ready, Run, Shutdown, Started, Starting, job_result, read_request
 from .protocol import (FrameDecoder, ProtocolError, encode, encode_attached, encode_raw, grow_pipe,
                        parse_child_result, write_all)
 from . import sandbox
@@ -115,13 +110,6 @@ def _kill(pid: int, sig: int = signal.SIGKILL) -> None:
             pass
 
 
-def _signal_name(sig: int) -> str | None:
-    try:
-        return signal.Signals(sig).name
-    except ValueError:
-        return None
-
-
 class Zygote:
     """The fork server's event loop. Create it after all imports; then call :meth:`loop`."""
 
@@ -157,9 +145,9 @@ class Zygote:
         signal.signal(signal.SIGPIPE, signal.SIG_IGN)  # a dead spare's pipe: EPIPE, never a signal
 
     # -- output -----------------------------------------------------------------------------
-    def send(self, message: dict[str, Any]) -> None:
+    def send(self, message: Ready | Started | Done) -> None:
         """Queue ``message`` for the parent; never blocks."""
-        self.send_frame(encode(message))
+        self.send_frame(encode(message.to_json()))
 
     def send_frame(self, frame: bytes) -> None:
         self._out.append(memoryview(frame))
@@ -192,28 +180,26 @@ class Zygote:
     def _on_term(self, *_: Any) -> None:
         self.stopping = True
 
-    def handle(self, message: dict[str, Any]) -> None:
+    def handle(self, message: dict[str, object]) -> None:
         """Act on one request from the parent."""
-        op = message.get("op")
-        if op == "run":
-            job_id, job = message.get("job_id"), message.get("job")
-            if not isinstance(job_id, str) or not isinstance(job, dict):
-                print(f"fxscope zygote: malformed run request ignored: {str(message)[:200]}",
-                      file=sys.stderr)
-                return
-            self._start(job_id, job)
-        elif op == "cancel":
-            child = self.by_job.get(str(message.get("job_id")))
-            if child is not None and not child.answered and child.reason != "cancelled":
-                child.reason = "cancelled"
-                _kill(child.pid)
-                child.killed = True
-        elif op == "shutdown":
+        try:
+            request = read_request(message)
+        except ProtocolError as exc:
+            print(f"fxscope zygote: malformed request ignored ({exc}): {str(message)[:200]}", file=sys.stderr)
+            return
+        if isinstance(request, Run):
+            self._start(request.job_id, request.job)
+        elif isinstance(request, Shutdown):
             self.stopping = True
+        elif (child := self.by_job.get(request.job_id)) is not None and not child.answered and (
+                child.reason != "cancelled"):
+            child.reason = "cancelled"
+            _kill(child.pid)
+            child.killed = True
 
-    def _start(self, job_id: str, job: dict[str, Any]) -> None:
+    def _start(self, job_id: str, job: dict[str, object]) -> None:
         if job_id in self.by_job:
-            self._reply(job_id, None, 0.0, {"fault": "crash", "message": "duplicate job id"})
+            self._reply(job_id, None, 0.0, Fault("crash", "duplicate job id"))
             return
         started = time.monotonic()
         spare = self._hand_over(job)
@@ -224,11 +210,11 @@ class Zygote:
             try:
                 pid, out_r, done_r, _ = self._spawn(files, job)
             except OSError as exc:
-                self._reply(job_id, None, 0.0, {"fault": "crash", "message": f"fork failed: {exc}"})
+                self._reply(job_id, None, 0.0, Fault("crash", f"fork failed: {exc}"))
                 return
         try:
-            timeout = float(job.get("timeout") or 0) or None
-        except (TypeError, ValueError):
+            timeout = JobSpec.from_json(job).timeout
+        except ValueError:  # the child reports it
             timeout = None
         child = _Child(job_id, pid, files, started, timeout, started + timeout if timeout else None,
                        out_r, done_r, OutputBuffer())
@@ -236,13 +222,13 @@ class Zygote:
         self._sel.register(done_r, selectors.EVENT_READ, ("done", pid))
         self.children[pid] = child
         self.by_job[job_id] = child
-        self.send({"op": "started", "job_id": job_id, "pid": pid})
+        self.send(Started(job_id, pid))
 
     def _new_files(self) -> JobFiles:
         self._counter += 1
         return JobFiles(os.path.join(self.scratch, f"job{self._counter}"))
 
-    def _spawn(self, files: JobFiles, job: dict[str, Any] | None) -> tuple[int, int, int, int]:
+    def _spawn(self, files: JobFiles, job: dict[str, object] | None) -> tuple[int, int, int, int]:
         """Create ``files``' directory and the child's pipes, then fork the child running ``job``
         (a spare without one). Returns its pid, the read ends of its output and done pipes and, for
         a spare, the write end of its job pipe (else -1). On OSError nothing is left behind."""
@@ -301,7 +287,7 @@ class Zygote:
         capacity = grow_pipe(job_w) or SPARE_JOB_BYTES
         self.spare = _Spare(pid, files, job_w, out_r, done_r, job_bytes=capacity)
 
-    def _hand_over(self, job: dict[str, Any]) -> _Spare | None:
+    def _hand_over(self, job: dict[str, object]) -> _Spare | None:
         """Give ``job`` to the spare, now the job's process; None (and no spare) when there is no
         spare, when the job is too large for its pipe or when it cannot take it (dead: EPIPE)."""
         spare = self.spare
@@ -397,7 +383,7 @@ class Zygote:
             child = self.children.get(pid)
             spare = self.spare if self.spare is not None and self.spare.pid == pid else None
             if child is not None or spare is not None:
-                _kill_group(pid)  # the exited leader is a zombie: the group id cannot be reused
+                _kill(pid)  # the exited leader is a zombie: the group id cannot be reused
             try:
                 _, status, usage = os.wait4(pid, 0)
             except ChildProcessError:
@@ -484,19 +470,10 @@ class Zygote:
         child.answered = child.killed = True
         _kill(child.pid)  # a lying child ends here; its exit is reaped by reap()
         duration = (time.monotonic() - child.started) * 1000.0
-        fault = _no_result_fault("")  # the pool appends why, if the attached bytes are no result
-        self._add_stack(fault, child.files, child.output.text())
-        self.send_frame(encode_attached({"op": "done", "job_id": child.job_id, "pid": child.pid,
-                                         "duration_ms": round(duration, 3), "result": fault}, raw))
-
-    @staticmethod
-    def _add_stack(fault: dict[str, Any], files: JobFiles, output: str) -> None:
-        """Complete ``fault`` with the job's last stack dump and its ``output``."""
-        stack = parse_faulthandler(_read_text(files.stack))
-        fault["stack"] = stack["stack"]
-        if stack["threads"]:
-            fault["threads"] = stack["threads"]
-        fault["output"] = output
+        # the pool appends why, if the attached bytes are no result
+        fault = _with_stack(Fault("crash", "the job's process ended but ", exit_code=0), child.files,
+                            child.output.text())
+        self.send_frame(encode_attached(Done(child.job_id, child.pid, round(duration, 3), fault).to_json(), raw))
 
     def _finish(self, child: _Child, status: int, cpu_s: float | None = None) -> None:
         duration = (time.monotonic() - child.started) * 1000.0
@@ -509,46 +486,38 @@ class Zygote:
                 self._read_output(child, budget=256)  # what is left in the pipe, bounded
                 self._close_output(child)
             if child.reason == "cancelled":
-                self._reply(child.job_id, child.pid, duration, {"fault": "cancelled"})
+                self._reply(child.job_id, child.pid, duration, Fault("cancelled"))
                 return
             output = child.output.text()
             raw, result, problem = _load_result(files.result)
             if result is not None:
                 self._reply_result(child.job_id, child.pid, duration, raw, result, output)
                 return
-            if child.reason == "timeout":
-                fault: dict[str, Any] = {"fault": "timeout", "timeout": child.timeout}
-                if cpu_s is not None:  # busy (a loop) or waiting (a lock, a starved CPU)?
-                    fault["cpu_s"] = round(cpu_s, 3)
-            elif problem and os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0:
-                fault = _no_result_fault(problem)
+            if child.reason == "timeout":  # cpu_s: busy (a loop) or waiting (a lock, a starved CPU)?
+                fault = Fault("timeout", timeout=child.timeout, cpu_s=None if cpu_s is None else round(cpu_s, 3))
             else:
-                fault = _crash_fault(status)
-                if problem:
-                    fault["message"] = f"{fault['message']}; {problem}"
-            self._add_stack(fault, files, output)
-            self._reply(child.job_id, child.pid, duration, fault)
+                fault = crash_fault(status, problem)
+            self._reply(child.job_id, child.pid, duration, _with_stack(fault, files, output))
         finally:
             shutil.rmtree(files.directory, ignore_errors=True)
 
     def _reply_result(self, job_id: str, pid: int | None, duration: float, raw: bytes,
-                      result: dict[str, Any], output: str) -> None:
+                      result: dict[str, object], output: str) -> None:
         """Reply with a job's checked ``result``: its own bytes (``raw``, which parsed to
         ``result``) with ``output`` added as the last key, so the often large result (a 2,000-node
         graph is ~450 KB) is not encoded again; re-encoded when the bytes are not plain ASCII JSON."""
         body = raw.strip()
         if not result or not body.isascii() or not body.startswith(b"{") or not body.endswith(b"}"):
             result["output"] = output
-            self._reply(job_id, pid, duration, result)
+            self._reply(job_id, pid, duration, job_result(result))
             return
         head = json.dumps({"op": "done", "job_id": job_id, "pid": pid, "duration_ms": round(duration, 3)},
                           separators=(",", ":")).encode("utf-8")
         tail = json.dumps(output, separators=(",", ":")).encode("utf-8")
         self.send_frame(encode_raw(b"".join((head[:-1], b',"result":', body[:-1], b',"output":', tail, b"}}"))))
 
-    def _reply(self, job_id: str, pid: int | None, duration: float, result: dict[str, Any]) -> None:
-        self.send({"op": "done", "job_id": job_id, "pid": pid,
-                   "duration_ms": round(duration, 3), "result": result})
+    def _reply(self, job_id: str, pid: int | None, duration: float, result: Fault | Answer) -> None:
+        self.send(Done(job_id, pid, round(duration, 3), result))
 
     # -- loop -------------------------------------------------------------------------------
     def loop(self) -> None:
@@ -614,7 +583,6 @@ class Zygote:
             except OSError:
                 pass
         for child in self.children.values():
-            _kill_group(child.pid)
             _kill(child.pid)
         for pid in list(self.children):
             try:
@@ -641,36 +609,10 @@ class Zygote:
         shutil.rmtree(self.scratch, ignore_errors=True)
 
 
-def _no_result_fault(problem: str) -> dict[str, Any]:
-    """The fault of a job whose process ended normally without a usable result (``problem``)."""
-    return {"fault": "crash", "signal": None, "signal_name": None, "exit_code": 0,
-            "message": f"the job's process ended but {problem}"}
-
-
-def _crash_fault(status: int) -> dict[str, Any]:
-    fault: dict[str, Any] = {
-        "fault": "crash", "signal": None, "signal_name": None, "exit_code": None,
-    }
-    if os.WIFSIGNALED(status):
-        sig = os.WTERMSIG(status)
-        fault["signal"] = sig
-        fault["signal_name"] = _signal_name(sig)
-        hint = " (out of memory?)" if sig == signal.SIGKILL else ""
-        fault["message"] = f"the job's process was killed by {fault['signal_name'] or sig}{hint}"
-    elif os.WIFEXITED(status):
-        fault["exit_code"] = os.WEXITSTATUS(status)
-        code = fault["exit_code"]
-        fault["message"] = f"the job's process exited with code {code} without a result"
-    else:
-        fault["message"] = f"the job's process ended with status {status}"
-    return fault
-
-
-def _kill_group(pgid: int) -> None:
-    try:
-        os.killpg(pgid, signal.SIGKILL)
-    except OSError:
-        pass
+def _with_stack(fault: Fault, files: JobFiles, output: str) -> Fault:
+    """``fault`` with the job's last stack dump and its ``output``."""
+    stack, threads = parse_stack(_read_text(files.stack))
+    return replace(fault, stack=stack, threads=threads, output=output)
 
 
 def _read_result(path: str) -> tuple[bytes, str | None]:
@@ -687,7 +629,7 @@ def _read_result(path: str) -> tuple[bytes, str | None]:
     return raw, None
 
 
-def _load_result(path: str) -> tuple[bytes, dict[str, Any] | None, str | None]:
+def _load_result(path: str) -> tuple[bytes, dict[str, object] | None, str | None]:
     """The bytes a job's process wrote and the result they parse to, checked; never spliced
     unparsed into a reply. ``(raw, None, why)`` when it is missing, too large or malformed."""
     raw, problem = _read_result(path)
@@ -697,16 +639,12 @@ def _load_result(path: str) -> tuple[bytes, dict[str, Any] | None, str | None]:
     return raw, result, problem
 
 
-def _read_bytes(path: str) -> bytes:
+def _read_text(path: str) -> str:
     try:
         with open(path, "rb") as fh:
-            return fh.read()
+            return fh.read().decode("utf-8", errors="replace")
     except OSError:
-        return b""
-
-
-def _read_text(path: str) -> str:
-    return _read_bytes(path).decode("utf-8", errors="replace")
+        return ""
 
 
 def _drain(fd: int) -> None:
@@ -720,7 +658,7 @@ def _drain(fd: int) -> None:
 def _announce(fd: int, stage: str, module: str | None = None) -> None:
     """Tell the pool what start-up is doing, so a start-up that never ends can be named."""
     try:
-        write_all(fd, encode({"op": "starting", "stage": stage, "module": module}))
+        write_all(fd, encode(Starting(stage, module).to_json()))
     except OSError:
         pass
 
@@ -743,20 +681,6 @@ def _explain(exc: BaseException) -> str | None:
     """A preload's failure that is the sandbox refusing it, in the sandbox's words."""
     denial = sandbox.denial_of(exc)
     return denial.message() if denial is not None else None
-
-
-def _warm_up() -> str | None:
-    """Import the default runner and call its ``warm_up()``: the imports and pure-Python caches
-    every job needs are then inherited by each child instead of being rebuilt in each one. It must
-    run no torch operator (see the module docstring). Returns an error message, or None."""
-    try:
-        module = importlib.import_module(DEFAULT_RUNNER.partition(":")[0])
-        warm = getattr(module, "warm_up", None)
-        if callable(warm):
-            warm()
-    except BaseException as exc:  # noqa: BLE001 - a slower worker is better than none
-        return f"{type(exc).__name__}: {exc}"
-    return None
 
 
 def _sandbox_zygote(scratch: str) -> None:
@@ -808,23 +732,15 @@ def main(argv: Sequence[str] | None = None) -> None:
         sandbox.begin()
     stop_watch = threading.Event()
     watcher = _die_with_parent(parent, stop_watch)
-    torch = TorchInfo()
+    torch = None
     if not args.no_torch:
         _announce(args.fd_out, "torch")
         torch = import_torch()
     scratch = tempfile.mkdtemp(prefix="fxscope-zygote-")
     if sandbox.status().on:  # from here on, no workspace code may write outside the scratch directory
         _sandbox_zygote(scratch)
-    before_preload = frozenset(sys.modules)
-    if args.root and args.preload:
-        serve_workspace_from_source(args.root)
-    preloaded = preload(args.preload, explain=_explain, announce=lambda name: _announce(args.fd_out, "preload", name))
-    libraries = preload(args.library, explain=_explain, announce=lambda name: _announce(
-        args.fd_out, "library", name)) if not args.no_torch else {}
-    preload_files = workspace_files_since(args.root, before_preload) if args.root and args.preload else {}
-    if not args.no_torch and not torch.error:
-        _announce(args.fd_out, "warm-up")
-    warm_error = None if args.no_torch or torch.error else _warm_up()
+    warmed = prepare(torch, args.preload, args.library, args.root, DEFAULT_RUNNER.partition(":")[0],
+                     explain=_explain, announce=lambda stage, module: _announce(args.fd_out, stage, module))
     stop_watch.set()
     watcher.join()
     if os.getppid() != parent:
@@ -833,25 +749,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     if hasattr(gc, "freeze"):
         gc.freeze()  # keep inherited objects out of the children's collections (less copy-on-write)
     zygote = Zygote(args.fd_in, args.fd_out, scratch)
-    warnings = [f"preload {name!r} failed: {err}" for name, err in preloaded.items() if err]
-    if torch.error:
-        warnings.insert(0, f"torch could not be imported: {torch.error}")
-    if warm_error:
-        warnings.append(f"warm-up failed (jobs will run slower): {warm_error}")
-    zygote.send({
-        "op": "ready",
-        "pid": os.getpid(),
-        "python": platform.python_version(),
-        "executable": sys.executable,
-        **torch.to_json(),
-        "preload": preloaded,
-        "libraries": libraries,
-        "preload_files": preload_files,
-        "warnings": warnings,
-        "scratch": scratch,
-        "sandbox": sandbox.status().to_json(),
-        "startup_ms": round((time.monotonic() - started) * 1000.0, 1),
-    })
+    torch = torch or TorchInfo()
+    zygote.send(Ready(os.getpid(), platform.python_version(), sys.executable, torch.version, torch.path,
+                      torch.stamp, torch.error, warmed.preload, warmed.libraries, dict(warmed.preload_files),
+                      warmed.warnings, scratch, sandbox.status(), round((time.monotonic() - started) * 1000.0, 1)))
     try:
         zygote.loop()
     finally:
