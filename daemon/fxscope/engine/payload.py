@@ -17,6 +17,7 @@ from typing import Any
 
 from fxscope.model import outcome
 from fxscope.model.codes import SEVERITIES
+from fxscope.model.inputs import InferredInputs
 from fxscope.model.recipe import Recipe
 
 __all__ = ["STATUSES", "payload_problem"]
@@ -206,6 +207,11 @@ def payload_problem(body: Any) -> str | None:
         for key in ("output", "torch", "device", "build_key"):
             if body.get(key) is not None and not isinstance(body[key], str):
                 raise _Bad(f"{key!r} is not a string")
+        if body.get("inputs") is not None:
+            try:
+                InferredInputs.from_json(body["inputs"])
+            except (ValueError, TypeError, AttributeError) as e:
+                raise _Bad(f"'inputs' are not example inputs ({e})") from None
         _summary(body, "compile", ("graphs", "breaks", "recompiles"))
         _summary(body, "export", ("problems",))
         _strings(body, "warnings", "result")

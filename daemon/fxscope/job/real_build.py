@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import tempfile
 import traceback
+from collections.abc import Mapping
 from typing import Any, Callable
 
 from fxscope.job.analyses import Analysis, AnalysisContext
@@ -49,18 +50,19 @@ def _build_failed(error: BaseException, remaining: list[Analysis], report: dict[
                                         context.fallback)])
 
 
-def _build_real(factory: Callable[[], Any], context: AnalysisContext) -> Any:
+def _build_real(factory: Callable[[], Any], context: AnalysisContext, inputs: Mapping[str, Any] | None) -> Any:
     from fxscope.trace.pt2 import build_real
 
     target = context.job.target
-    return build_real(factory, target.inputs, target.concrete_args, is_user_file=context.is_user_file)
+    return build_real(factory, inputs or target.inputs, target.concrete_args, is_user_file=context.is_user_file)
 
 
 def run_real_analyses(factory: Callable[[], Any], analyses: list[Analysis], report: dict[str, Any],
-                      state: JobState, fx_ran: bool) -> dict[str, Any]:
+                      state: JobState, fx_ran: bool, inputs: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """``report`` with ``analyses`` (those built on the CPU) added, each run on a model built for
     it alone: their findings and graphs, their summaries under their names, their warnings.
-    Without fx, a failing analysis (an export that fails) leaves the target ``failed``."""
+    Without fx, a failing analysis (an export that fails) leaves the target ``failed``.
+    ``inputs``: example input specs inferred for a class (else the target's configured ones)."""
     from fxscope.trace.build import BuildError
     from fxscope.trace.pt2 import NoExampleInputs
 
@@ -70,7 +72,7 @@ def run_real_analyses(factory: Callable[[], Any], analyses: list[Analysis], repo
     context = state.context
     for index, analysis in enumerate(analyses):
         try:
-            real = _build_real(factory, context)
+            real = _build_real(factory, context, inputs)
         except BuildError as be:
             return _build_failed(be, analyses[index:], report, state, fx_ran)
         except NoExampleInputs as e:

@@ -26,6 +26,7 @@ from types import MappingProxyType
 from typing import Any, overload
 
 from fxscope.model.finding import Finding
+from fxscope.model.inputs import InferredInputs
 from fxscope.model.location import Location
 from fxscope.model.nodes import NodeInfo
 from fxscope.model.recipe import Recipe
@@ -262,6 +263,8 @@ class TargetOutcome:
     covered_by: str | None = None
     compile: CompileSummary | None = None
     export: ExportSummary | None = None
+    #: The example inputs inferred for a class target that torch.compile and torch.export ran on.
+    inputs: InferredInputs | None = None
 
     @classmethod
     def from_json(cls, body: Mapping[str, Any], *, target: str = "") -> TargetOutcome:
@@ -287,6 +290,7 @@ class TargetOutcome:
             build_key=text("build_key"), covered_by=text("covered_by"),
             compile=CompileSummary.from_json(body["compile"]) if isinstance(body.get("compile"), Mapping) else None,
             export=ExportSummary.from_json(body["export"]) if isinstance(body.get("export"), Mapping) else None,
+            inputs=InferredInputs.from_json(body["inputs"]) if isinstance(body.get("inputs"), Mapping) else None,
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -308,6 +312,8 @@ class TargetOutcome:
             out["compile"] = self.compile.to_json()
         if self.export is not None:
             out["export"] = self.export.to_json()
+        if self.inputs is not None:
+            out["inputs"] = self.inputs.to_json()
         return out
 
     @property

@@ -24,6 +24,7 @@ from typing import Any
 
 from fxscope import __version__
 from fxscope.model.finding import Finding
+from fxscope.model.inputs import InferredInputs
 from fxscope.model.outcome import CompileSummary, ExportSummary, Graphs, ModuleInfo
 from fxscope.model.recipe import Recipe
 from fxscope.model.sandbox import SandboxStatus
@@ -60,6 +61,8 @@ class ReportTarget:
     build: Recipe | None = None
     #: In a notebook: the cell whose lines ``line`` counts (set when the report is shown).
     cell: int | None = None
+    #: The example inputs inferred for a class that torch.compile and torch.export ran on.
+    inputs: InferredInputs | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The schema ``target`` object."""
@@ -76,6 +79,8 @@ class ReportTarget:
             out["compile"] = self.compile.to_json()
         if self.export is not None:
             out["export"] = self.export.to_json()
+        if self.inputs is not None:
+            out["inputs"] = self.inputs.to_json()
         return out
 
     @classmethod
@@ -90,7 +95,8 @@ class ReportTarget:
                    CompileSummary.from_json(compiled) if isinstance(compiled, Mapping) else None,
                    ExportSummary.from_json(exported) if isinstance(exported, Mapping) else None,
                    Recipe.from_json(data["build"]) if isinstance(data.get("build"), dict) else None,
-                   int(data["cell"]) if isinstance(data.get("cell"), int) else None)
+                   int(data["cell"]) if isinstance(data.get("cell"), int) else None,
+                   InferredInputs.from_json(data["inputs"]) if isinstance(data.get("inputs"), Mapping) else None)
 
 
 @dataclass(frozen=True)
