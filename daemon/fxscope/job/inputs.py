@@ -86,10 +86,10 @@ def class_factory(cls: Any, build: Mapping[str, Any] | None, is_user_file: Calla
     """The constructor call the fx analysis built the class with (its :class:`Recipe` as JSON),
     as a factory: the class itself for its defaults."""
     if not build:
-        return cls  # type: ignore[no-any-return]
+        return cls  # type: ignore[no-any-return,unused-ignore]
     recipe = Recipe.from_json(dict(build))
     if recipe.kind == "defaults":
-        return cls  # type: ignore[no-any-return]
+        return cls  # type: ignore[no-any-return,unused-ignore]
     from fxscope.job.construct import evaluate
 
     return functools.partial(evaluate, recipe.expr, is_user_file)
@@ -319,8 +319,8 @@ def _structure(model: Any, params: list[str], required: list[str], numbers: Mapp
         shapes.append((TensorShape((BATCH, 8, layer.embed_dim) if layer.batch_first else (8, BATCH, layer.embed_dim)),
                        f"embed_dim={layer.embed_dim}"))
     path = next((p for p, m in model.named_modules() if m is layer), "")
-    for shape, detail in shapes:
-        yield _Try(((name, shape),), "structure", text=f"its first layer `{path}` ({kind}, {detail})")
+    for spec, detail in shapes:
+        yield _Try(((name, spec),), "structure", text=f"its first layer `{path}` ({kind}, {detail})")
 
 
 def _candidates(model: Any, factory: Callable[[], Any], hints: tuple[InputCandidate, ...],

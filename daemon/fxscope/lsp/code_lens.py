@@ -40,6 +40,8 @@ def lens_title(summary: ClassSummary, untraceable_lines: int) -> str:
     title = _status_title(summary, untraceable_lines)
     if summary.provenance:
         title += f" · built {summary.provenance}"
+    if summary.inputs:
+        title += f" · {summary.inputs}"
     return title
 
 

@@ -155,6 +155,8 @@ def class_markdown(summary: ClassSummary, target_status: dict[str, str], markdow
     lines.append(f"- findings: {summary.findings}")
     if summary.build:
         lines.append(f"- built as {tick}{summary.build}{tick} {summary.provenance or ''}".rstrip())
+    if summary.inputs:
+        lines.append(f"- compile and export ran on {summary.inputs}")
     if summary.reason:
         lines.append(f"- {summary.reason}")
     return "\n".join(lines)

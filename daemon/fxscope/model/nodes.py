@@ -112,6 +112,9 @@ class ClassSummary:
     build: str | None = None
     provenance: str | None = None
     reason_code: str | None = None
+    #: The example inputs torch.compile and torch.export ran on, inferred for its own target, as
+    #: said (``inputs (2, 3, 32, 32) as in tests/test_vit.py:14``).
+    inputs: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-able dict of every field."""
@@ -120,7 +123,7 @@ class ClassSummary:
                 "nodes": self.nodes, "instances": list(self.instances),
                 "leaf_children": list(self.leaf_children), "findings": self.findings,
                 "reason": self.reason, "build": self.build, "provenance": self.provenance,
-                "reason_code": self.reason_code}
+                "reason_code": self.reason_code, "inputs": self.inputs}
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> ClassSummary:
@@ -133,6 +136,7 @@ class ClassSummary:
             leaf_children=tuple(data.get("leaf_children") or ()),
             findings=int(data.get("findings", 0)), reason=data.get("reason"),
             build=data.get("build"), provenance=data.get("provenance"), reason_code=data.get("reason_code"),
+            inputs=data.get("inputs"),
         )
 
 

@@ -166,7 +166,7 @@ class _Walker:
         if len(nodes) == 1 and isinstance(nodes[0], (ast.Tuple, ast.List)):
             nodes = list(nodes[0].elts)
         elif len(nodes) == 1 and isinstance(nodes[0], ast.Name) and scope.get(nodes[0].id)[0] == "shape":
-            return scope.get(nodes[0].id)[1]  # type: ignore[no-any-return]
+            return scope.get(nodes[0].id)[1]  # type: ignore[no-any-return,unused-ignore]
         if len(nodes) > MAX_RANK or any(isinstance(n, ast.Starred) for n in nodes):
             raise _NotLiteral("shape")
         dims = tuple(self.integer(n, scope) for n in nodes)
@@ -185,7 +185,7 @@ class _Walker:
         if isinstance(node, ast.Name):
             kind, value = scope.get(node.id)
             if kind == "tensor":
-                return value  # type: ignore[no-any-return]
+                return value  # type: ignore[no-any-return,unused-ignore]
             raise _NotLiteral(node.id)
         if not isinstance(node, ast.Call):
             raise _NotLiteral(type(node).__name__)
