@@ -5,6 +5,10 @@ symbolically, without the inferred inputs."""
 
 from __future__ import annotations
 
+import contextlib
+import signal
+import time
+from collections.abc import Iterator
 from typing import Any, Callable
 
 from fxscope.job.analyses import Analysis
@@ -16,17 +20,64 @@ __all__ = ["run_class_analyses"]
 
 #: Lines of "what was tried" the info finding lists.
 _MAX_TRIED = 6
+#: Share of the job's timeout after which the analyses on inferred inputs stop (fx ran first; its
+#: result is kept, and reporting it needs the rest).
+_BUDGET = 0.8
+
+
+class _OutOfTime(BaseException):
+    """The job's time for the analyses on inferred inputs ran out (not an Exception: model code
+    that catches every Exception does not swallow it)."""
+
+
+@contextlib.contextmanager
+def _deadline(seconds: float | None) -> Iterator[None]:
+    """Raise :class:`_OutOfTime` in this (the job's main) thread after ``seconds``."""
+    if seconds is None:
+        yield
+        return
+
+    def expire(signum: int, frame: Any) -> None:
+        raise _OutOfTime()
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, max(seconds, 0.001))
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
 
 
 def run_class_analyses(cls: Any, analyses: list[Analysis], report: dict[str, Any], state: JobState,
                        fx_ran: bool) -> dict[str, Any]:
     """``report`` with ``analyses`` (those on real tensors) run on inferred inputs, and the
-    ``inputs`` they ran on; or with the FXS409 finding when no candidate ran eagerly."""
+    ``inputs`` they ran on; or with the FXS409 finding when no candidate ran eagerly. They stop
+    at :data:`_BUDGET` of the job's timeout (a warning; what finished is kept)."""
+    context = state.context
+    target = context.job.target
+    names = " and ".join(a.name for a in analyses)
+    timeout = context.job.timeout
+    left = None if not timeout else timeout * _BUDGET - (time.monotonic() - state.started)
+    if left is not None and left < 1.0:
+        context.warnings.append(f"{names} analysis skipped: fx used the job's time (timeout {timeout:g} s)")
+        return report
+    factory: Callable[[], Any] = class_factory(cls, state.build, context.is_user_file)
+    try:
+        with _deadline(left):
+            return _run(factory, analyses, report, state, fx_ran)
+    except _OutOfTime:
+        context.warnings.append(f"{names} analysis stopped: the job's time ran out (timeout {timeout:g} s); "
+                                f"fx's result and what finished are kept")
+        return report
+
+
+def _run(factory: Callable[[], Any], analyses: list[Analysis], report: dict[str, Any], state: JobState,
+         fx_ran: bool) -> dict[str, Any]:
     from fxscope.model.codes import CODES, finding_dict
 
     context = state.context
     target = context.job.target
-    factory: Callable[[], Any] = class_factory(cls, state.build, context.is_user_file)
     inference = infer_inputs(factory, target.input_hints, context.is_user_file)
     if inference.inputs is None:
         names = " and ".join(a.name for a in analyses)

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, field
 from typing import Any
 
 from fxscope.job.analyses import AnalysisContext
@@ -25,6 +26,9 @@ class JobState:
     home: Any = None
     device: str | None = None
     build: dict[str, Any] | None = None
+    #: When the job started (``time.monotonic()``): the analyses on inferred inputs stop before
+    #: the job's timeout, so fx's result is kept.
+    started: float = field(default_factory=time.monotonic)
 
     def fields(self) -> dict[str, Any]:
         """What every result carries besides its body: warnings, and device and build once known."""
