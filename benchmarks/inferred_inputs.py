@@ -24,7 +24,7 @@ check on the same cache (the cached re-check), and prints:
 Usage (the corpus environment has the packages the repositories import)::
 
     PYTHONPATH=daemon .venv-corpus/bin/python benchmarks/inferred_inputs.py --corpus DIR \
-        [--repos karpathy+nanoGPT,milesial+Pytorch-UNet] [--max-compare 20] [--json OUT]
+        [--repos karpathy+nanoGPT,milesial+Pytorch-UNet] [--max-compare 20] [--timeout 120] [--json OUT]
 """
 
 from __future__ import annotations
@@ -208,13 +208,35 @@ def compare(python: str, repo_dir: Path, report: dict[str, Any], limit: int, tim
     return {"figures": dict(figures), "notes": notes, "skipped": max(0, len(with_inputs) - limit)}
 
 
+def with_timeout(repo_dir: Path, timeout: float, scratch: Path) -> Path:
+    """A copy of ``repo_dir`` (the corpus stays read-only) whose ``[tool.fxscope]`` sets the
+    per-target ``timeout`` (appended to its pyproject.toml; a repository that configures fxscope
+    itself is used as it is)."""
+    copy = scratch / repo_dir.name
+    shutil.copytree(repo_dir, copy, ignore=shutil.ignore_patterns(".git", "__pycache__", "*.pt", "*.pth", "*.bin",
+                                                                   "*.ckpt", "*.safetensors"), symlinks=True)
+    pyproject = copy / "pyproject.toml"
+    text = pyproject.read_text(encoding="utf-8") if pyproject.exists() else ""
+    if "[tool.fxscope" not in text:
+        pyproject.write_text(text + f"\n[tool.fxscope]\ntimeout = {timeout:g}\n", encoding="utf-8")
+    return copy
+
+
 def measure(python: str, repo_dir: Path, args: argparse.Namespace) -> dict[str, Any]:
     cache = Path(tempfile.mkdtemp(prefix="fxscope-inputs-cache-"))
+    scratch = Path(tempfile.mkdtemp(prefix="fxscope-inputs-repo-"))
     try:
-        report, first = run_check(python, repo_dir, cache, args.check_timeout)
-        _, cached = run_check(python, repo_dir, cache, args.check_timeout)
+        if args.timeout:
+            repo_dir = with_timeout(repo_dir, args.timeout, scratch)
+        return _measure(python, repo_dir, cache, args)
     finally:
         shutil.rmtree(cache, ignore_errors=True)
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _measure(python: str, repo_dir: Path, cache: Path, args: argparse.Namespace) -> dict[str, Any]:
+    report, first = run_check(python, repo_dir, cache, args.check_timeout)
+    _, cached = run_check(python, repo_dir, cache, args.check_timeout)
     built = [t for t in report["targets"] if t["kind"] == "class" and t["status"] in TRACED]
     inputs = [t for t in built if t.get("inputs")]
     out = {"repo": repo_dir.name, "classes": sum(t["kind"] == "class" for t in report["targets"]),
@@ -234,6 +256,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repos", help="comma-separated OWNER+NAME directories (default: all)")
     parser.add_argument("--python", default=sys.executable, help="interpreter with torch and the corpus packages")
     parser.add_argument("--max-compare", type=int, default=30, help="classes compared with torch per repository")
+    parser.add_argument("--timeout", type=float, default=0.0,
+                        help="per-target timeout (s) set in a copy of each repository (default: fxscope's, 30 s)")
     parser.add_argument("--check-timeout", type=float, default=3600.0)
     parser.add_argument("--truth-timeout", type=float, default=240.0)
     parser.add_argument("--json", type=Path, help="write the figures here too")
