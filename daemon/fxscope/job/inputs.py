@@ -170,7 +170,8 @@ def _options(name: str, position: int, rank: int, numbers: Mapping[str, int], la
     import torch.nn as nn
 
     group = _group(name)
-    if position == 0 and (group == "batch" or (group == "other" and rank >= 2)) or group == "batch":
+    leading = position == 0 and rank >= 2 and (group == "other" or name.lower() == "n")
+    if group == "batch" or leading:  # `b`, `batch`; a first dimension named `n` or nothing known
         return [BATCH]
     values: list[int] = []
     own = numbers.get(name.lower())
