@@ -119,3 +119,15 @@ def test_library_conventions() -> None:
     got = infer_inputs(Timm, (), _never_user)
     assert got.inputs is not None and got.inputs.text == 'its pretrained_cfg["input_size"]'
     assert got.inputs.specs == (("x", TensorShape((2, 3, 20, 20))),)
+
+
+class Gelu(nn.Module):
+    def forward(self, x):
+        return 0.5 * x * (1.0 + torch.tanh(x))
+
+
+def test_a_module_without_layers_gets_a_small_tensor() -> None:
+    got = infer_inputs(Gelu, (), _never_user)
+    assert got.inputs is not None and got.inputs.kind == "structure"
+    assert got.inputs.specs == (("x", TensorShape((2, 8, 16))),)
+    assert "no layer" in got.inputs.text

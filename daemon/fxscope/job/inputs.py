@@ -282,9 +282,14 @@ def _structure(model: Any, params: list[str], required: list[str], numbers: Mapp
     """Inputs the first layer that consumes the input implies, for a forward with one input."""
     import torch.nn as nn
 
-    if layer is None or not params or len(required) > 1 or (required and required[0] != params[0]):
+    if not params or len(required) > 1 or (required and required[0] != params[0]):
         return
     name = params[0]
+    if layer is None:  # no layer fixes the input's shape (an activation, a parameter-free block)
+        for shape in ((BATCH, 8, 16), (BATCH, 16)):
+            yield _Try(((name, TensorShape(shape)),), "structure",
+                       text="a small tensor (no layer of the model fixes the input's shape)")
+        return
     kind = type(layer).__name__
     shapes: list[tuple[TensorShape, str]] = []
     if isinstance(layer, (nn.Conv1d, nn.Conv2d, nn.Conv3d)):
