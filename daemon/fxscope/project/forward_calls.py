@@ -38,7 +38,7 @@ import re
 import textwrap
 import warnings
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any, Iterable, Iterator
 
 from fxscope.model.inputs import TensorShape
 from fxscope.model.recipe import Ref
@@ -106,6 +106,15 @@ class _Scope:
         self.parent = parent
         self.names: dict[str, tuple[str, Any]] = {}  # name -> ("import"|"int"|"tensor"|"model"|"other", value)
 
+    def has_models(self) -> bool:
+        """Whether a model is bound here or in a parent scope (else no call can be a forward)."""
+        scope: _Scope | None = self
+        while scope is not None:
+            if any(kind == "model" for kind, _ in scope.names.values()):
+                return True
+            scope = scope.parent
+        return False
+
     def get(self, name: str) -> tuple[str, Any]:
         scope: _Scope | None = self
         while scope is not None:
@@ -127,6 +136,7 @@ def _shorten(text: str) -> str:
 class _Walker:
     def __init__(self, source: str, kind: str, offset: int = 0) -> None:
         self.source, self.kind, self.offset = source, kind, offset
+        self.lines = source.splitlines()
         self.sites: list[ForwardSite] = []
         self.seen: set[tuple[int, str]] = set()
 
@@ -292,7 +302,9 @@ class _Walker:
             return
         if isinstance(stmt, ast.ClassDef):
             inner = _Scope(scope)
-            self._self_models(stmt, inner)
+            bases = [".".join(dotted_parts(b) or ()) for b in stmt.bases]
+            if not any("Module" in b or b.startswith("nn.") for b in bases):  # a test class, not a model
+                self._self_models(stmt, inner)
             self.block(stmt.body, inner)
             scope.names[stmt.name] = ("class", None)
             return
@@ -307,7 +319,8 @@ class _Walker:
                 if alias.name != "*":
                     scope.names[alias.asname or alias.name] = ("import", Ref(module, (alias.name,)))
             return
-        self.calls_in(stmt, scope)
+        if scope.has_models() or self._calls_a_call(stmt):
+            self.calls_in(stmt, scope)
         if isinstance(stmt, (ast.Assign, ast.AnnAssign)) and stmt.value is not None:
             targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
             for target in targets:
@@ -325,9 +338,15 @@ class _Walker:
         for handler in getattr(stmt, "handlers", None) or ():
             self.block(handler.body, scope)
 
+    def _calls_a_call(self, stmt: ast.stmt) -> bool:
+        """Whether the statement's text has ``)(``: ``Net(...)(x)`` (read from the source, not
+        the tree: most statements have no model to call)."""
+        end = getattr(stmt, "end_lineno", None) or stmt.lineno
+        return any(")(" in line for line in self.lines[stmt.lineno - 1:end])
+
     def _self_models(self, cls: ast.ClassDef, scope: _Scope) -> None:
         """``self.model = Net(...)`` in any method (a test's ``setUp``): the class's models."""
-        for node in ast.walk(cls):
+        for node in _statements(cls.body):
             if isinstance(node, ast.Assign) and len(node.targets) == 1:
                 parts = dotted_parts(node.targets[0])
                 if parts and len(parts) == 2 and parts[0] == "self":
@@ -438,6 +457,23 @@ class _Walker:
                                               _shorten(f"forward({text})"), "annotation"))
 
 
+_BLOCKS = ("body", "orelse", "finalbody", "handlers")
+
+
+def _statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
+    """Every statement of ``body``, nested blocks and function bodies included (no expressions:
+    much faster than ``ast.walk``)."""
+    stack: list[Any] = list(reversed(body))
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.stmt):
+            yield node
+        for name in _BLOCKS:
+            block = getattr(node, name, None)
+            if isinstance(block, list):
+                stack.extend(reversed(block))
+
+
 def _dim(token: str) -> int | str:
     token = token.strip()
     return int(token) if token.isdigit() else token
@@ -506,7 +542,7 @@ def forward_sites(source: str, tree: ast.Module | None = None) -> list[ForwardSi
     except RecursionError:
         pass
     sites = walker.sites
-    for node in ast.walk(tree):
+    for node in [tree, *_statements(tree.body)]:
         if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.body:
             first = node.body[0]
             if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) \
