@@ -131,3 +131,22 @@ def test_a_module_without_layers_gets_a_small_tensor() -> None:
     assert got.inputs is not None and got.inputs.kind == "structure"
     assert got.inputs.specs == (("x", TensorShape((2, 8, 16))),)
     assert "no layer" in got.inputs.text
+
+
+class Patchify(nn.Module):
+    def __init__(self, image_size=16, patch_size=4, channels=2, dim=8):
+        super().__init__()
+        self.patch_size = patch_size
+        self.to_tokens = nn.Linear(patch_size * patch_size * channels, dim)
+
+    def forward(self, img):
+        b, c, h, w = img.shape
+        p = self.patch_size
+        x = img.reshape(b, c, h // p, p, w // p, p).permute(0, 2, 4, 3, 5, 1).reshape(b, (h // p) * (w // p), -1)
+        return self.to_tokens(x)
+
+
+def test_an_image_model_whose_first_layer_follows_a_patchify() -> None:
+    got = infer_inputs(Patchify, (), _never_user)
+    assert got.inputs is not None and got.inputs.specs == (("img", TensorShape((2, 2, 16, 16))),)
+    assert got.inputs.text == "its image_size=16 and 2 channels"

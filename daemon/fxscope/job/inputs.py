@@ -40,6 +40,8 @@ BATCH = 2
 
 _SPATIAL = ("image_size", "img_size", "input_size", "resolution", "input_resolution", "img_res", "image_res",
             "size", "height")
+#: Names of an image model's input size (``input_size`` is not one: an LSTM's features).
+_IMAGE_SIZES = ("image_size", "img_size", "resolution", "input_resolution", "img_res", "image_res")
 _LENGTH = ("block_size", "max_seq_len", "max_seq_length", "context_length", "seq_len", "seq_length", "max_len",
            "max_length", "n_ctx", "n_positions", "max_position_embeddings", "num_tokens", "sequence_length")
 _ALIASES: dict[str, tuple[str, ...]] = {
@@ -136,9 +138,14 @@ def _numbers(model: Any, factory: Callable[[], Any]) -> dict[str, int]:
                 pass
     keywords = getattr(factory, "args", None)
     if keywords and hasattr(keywords[0], "kwargs"):  # functools.partial(evaluate, Call, ...)
-        from fxscope.model.recipe import Lit
+        from fxscope.model.recipe import Lit, Seq
 
-        take({k: v.value for k, v in keywords[0].kwargs if isinstance(v, Lit)})
+        def plain(value: Any) -> Any:
+            if isinstance(value, Seq):
+                return [plain(v) for v in value.items]
+            return value.value if isinstance(value, Lit) else None
+
+        take({k: plain(v) for k, v in keywords[0].kwargs})
     try:
         take({n: p.default for n, p in inspect.signature(type(model).__init__).parameters.items()})
     except (TypeError, ValueError):
@@ -285,6 +292,14 @@ def _structure(model: Any, params: list[str], required: list[str], numbers: Mapp
     if not params or len(required) > 1 or (required and required[0] != params[0]):
         return
     name = params[0]
+    spatial = next(((k, numbers[k]) for k in _IMAGE_SIZES if k in numbers), None)
+    if spatial is not None and not isinstance(layer, (nn.Conv1d, nn.Conv2d, nn.Conv3d)):
+        # an image model whose first layer comes after a patchify (a Rearrange, an unfold)
+        channels = next((numbers[k] for k in ("channels", "in_channels", "in_chans", "num_channels", "in_ch")
+                         if k in numbers), 3)
+        size = spatial[1]
+        yield _Try(((name, TensorShape((BATCH, channels, size, size))),), "structure",
+                   text=f"its {spatial[0]}={size} and {channels} channels")
     if layer is None:  # no layer fixes the input's shape (an activation, a parameter-free block)
         for shape in ((BATCH, 8, 16), (BATCH, 16)):
             yield _Try(((name, TensorShape(shape)),), "structure",
