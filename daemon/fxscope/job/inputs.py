@@ -146,6 +146,11 @@ def _numbers(model: Any, factory: Callable[[], Any]) -> dict[str, int]:
             return value.value if isinstance(value, Lit) else None
 
         take({k: plain(v) for k, v in keywords[0].kwargs})
+        try:  # positional arguments, by the constructor's parameter names
+            names = [n for n in inspect.signature(type(model).__init__).parameters][1:]
+            take(dict(zip(names, (plain(v) for v in keywords[0].args))))
+        except (TypeError, ValueError):
+            pass
     try:
         take({n: p.default for n, p in inspect.signature(type(model).__init__).parameters.items()})
     except (TypeError, ValueError):
@@ -293,13 +298,16 @@ def _structure(model: Any, params: list[str], required: list[str], numbers: Mapp
         return
     name = params[0]
     spatial = next(((k, numbers[k]) for k in _IMAGE_SIZES if k in numbers), None)
-    if spatial is not None and not isinstance(layer, (nn.Conv1d, nn.Conv2d, nn.Conv3d)):
+    patch = numbers.get("patch_size")
+    if (spatial is not None or patch) and not isinstance(layer, (nn.Conv1d, nn.Conv2d, nn.Conv3d)):
         # an image model whose first layer comes after a patchify (a Rearrange, an unfold)
         channels = next((numbers[k] for k in ("channels", "in_channels", "in_chans", "num_channels", "in_ch")
                          if k in numbers), 3)
-        size = spatial[1]
-        yield _Try(((name, TensorShape((BATCH, channels, size, size))),), "structure",
-                   text=f"its {spatial[0]}={size} and {channels} channels")
+        sizes = [(spatial[1], f"its {spatial[0]}={spatial[1]}")] if spatial is not None else [
+            (s, f"its patch_size={patch}, {s}x{s}") for s in (32, 64, 224) if patch and s % patch == 0]
+        for size, said in sizes:
+            yield _Try(((name, TensorShape((BATCH, channels, size, size))),), "structure",
+                       text=f"{said} and {channels} channels")
     if layer is None:  # no layer fixes the input's shape (an activation, a parameter-free block)
         for shape in ((BATCH, 8, 16), (BATCH, 16)):
             yield _Try(((name, TensorShape(shape)),), "structure",
