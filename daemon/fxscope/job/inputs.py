@@ -330,16 +330,19 @@ def _structure(model: Any, params: list[str], required: list[str], numbers: Mapp
     elif isinstance(layer, nn.Embedding):
         for t in _options("t", 1, 2, numbers, layer)[:3]:
             shapes.append((TensorShape((BATCH, t), "int64"), f"token ids of length {t}"))
-    elif isinstance(layer, nn.Linear):
-        d = layer.in_features
-        shapes.append((TensorShape((BATCH, d)), f"in_features={d}"))
-        shapes.append((TensorShape((BATCH, 8, d)), f"in_features={d}, a sequence of 8"))
+    elif isinstance(layer, (nn.Linear, nn.LayerNorm)):
+        d = layer.in_features if isinstance(layer, nn.Linear) else layer.normalized_shape[-1]
+        what = f"in_features={d}" if isinstance(layer, nn.Linear) else f"normalized_shape={layer.normalized_shape}"
+        if isinstance(layer, nn.Linear):
+            shapes.append((TensorShape((BATCH, d)), what))
+        shapes.append((TensorShape((BATCH, 8, d)), f"{what}, a sequence of 8"))
+        window = numbers.get("window_size") or 4
+        shapes.append((TensorShape((BATCH, 2 * window, 2 * window, d)), f"{what}, a {2 * window}x{2 * window} grid"))
+        shapes.append((TensorShape((BATCH, 4, 8, d)), f"{what}, 4 groups of 8"))
     elif isinstance(layer, (nn.LSTM, nn.GRU, nn.RNN)):
         d = layer.input_size
         shape = (BATCH, 8, d) if layer.batch_first else (8, BATCH, d)
         shapes.append((TensorShape(shape), f"input_size={d}"))
-    elif isinstance(layer, nn.LayerNorm):
-        shapes.append((TensorShape((BATCH, 8, *layer.normalized_shape)), f"normalized_shape={layer.normalized_shape}"))
     elif isinstance(layer, nn.BatchNorm1d):
         shapes.append((TensorShape((BATCH, layer.num_features)), f"num_features={layer.num_features}"))
     elif isinstance(layer, nn.BatchNorm2d):
