@@ -129,7 +129,7 @@ class Gelu(nn.Module):
 def test_a_module_without_layers_gets_a_small_tensor() -> None:
     got = infer_inputs(Gelu, (), _never_user)
     assert got.inputs is not None and got.inputs.kind == "structure"
-    assert got.inputs.specs == (("x", TensorShape((2, 8, 16))),)
+    assert got.inputs.specs == (("x", TensorShape((2, 4, 8, 8))),)
     assert "no layer" in got.inputs.text
 
 

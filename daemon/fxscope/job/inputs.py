@@ -309,7 +309,7 @@ def _structure(model: Any, params: list[str], required: list[str], numbers: Mapp
             yield _Try(((name, TensorShape((BATCH, channels, size, size))),), "structure",
                        text=f"{said} and {channels} channels")
     if layer is None:  # no layer fixes the input's shape (an activation, a parameter-free block)
-        for shape in ((BATCH, 8, 16), (BATCH, 16)):
+        for shape in ((BATCH, 4, 8, 8), (BATCH, 8, 16), (BATCH, 16)):
             yield _Try(((name, TensorShape(shape)),), "structure",
                        text="a small tensor (no layer of the model fixes the input's shape)")
         return
