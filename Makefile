@@ -27,6 +27,7 @@ $(STAMP): pyproject.toml $(LOCK) $(TORCH)
 setup: $(STAMP)
 
 test: $(STAMP)
+	$(PY) -m ruff check
 	$(PY) -m mypy
 	$(PY) -m pytest -q
 

@@ -230,7 +230,7 @@ async def open_and_edit(root: Path, rel: str, edits: int, timeout: float, verbos
             await asyncio.wait_for(client.shutdown_async(None), 60)
             client.exit(None)
             await asyncio.wait_for(client._server.wait(), 30)  # type: ignore[union-attr]
-        except Exception:
+        except Exception:  # noqa: BLE001 - a server that does not shut down is killed
             if client._server is not None and client._server.returncode is None:  # type: ignore[union-attr]
                 client._server.kill()  # type: ignore[union-attr]
         await client.stop()

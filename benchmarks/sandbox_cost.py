@@ -89,7 +89,7 @@ def hook_cost(samples: int = 30) -> float:
     from fxscope.trace.analysis import analyze
 
     namespace: dict[str, object] = {}
-    exec(MODEL.format(i=0), namespace)
+    exec(MODEL.format(i=0), namespace)  # noqa: S102 - the benchmark's own model source
     model_class = namespace["Model0"]
 
     def one(hooked: bool) -> float:

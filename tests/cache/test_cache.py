@@ -399,7 +399,7 @@ def test_threads_share_one_cache(cache: ResultCache) -> None:
                 hit = cache.lookup(f"t{n}-{i}", "ctx", {"a.py": H1}.get)
                 assert hit is not None and hit.payload == {"n": n, "i": i}
                 cache.deps_index("ctx")
-        except BaseException as exc:  # pragma: no cover - reported below
+        except BaseException as exc:  # noqa: BLE001  # pragma: no cover - reported below
             errors.append(exc)
 
     threads = [threading.Thread(target=work, args=(n,)) for n in range(6)]

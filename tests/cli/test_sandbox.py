@@ -12,7 +12,6 @@ namespace without network, else runs unsandboxed, and the report says so.
 from __future__ import annotations
 
 import json
-import os
 import socket
 import subprocess
 import sys

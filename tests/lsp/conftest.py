@@ -18,5 +18,5 @@ async def client(lsp_client: LanguageClient):
     yield
     try:
         await lsp_client.shutdown_session()
-    except Exception:
+    except Exception:  # noqa: BLE001 - a server that already exited
         pass

@@ -48,7 +48,7 @@ def test_handled_notifications_leave_no_future_behind(tmp_path):
                 "contentChanges": [{"text": f"x = {version}\n"}]}})
         _send(protocol, {"method": types.TEXT_DOCUMENT_DID_CLOSE, "params": {"textDocument": {"uri": doc}}})
         assert server.workspace.text_documents == {}  # the notifications were handled
-        assert len(protocol._request_futures) == 0  # noqa: SLF001 - what the fix keeps empty
+        assert len(protocol._request_futures) == 0  # what the fix keeps empty
     finally:
         server.close_all()
         loop.close()

@@ -129,7 +129,6 @@ async def test_malformed_requests_and_protocol_errors(client: LanguageClient, tm
     with pytest.raises(JsonRpcException) as err:
         await _raw_request(client, "fxscope/nope", {})
     assert err.value.code == -32601
-    protocol = client.protocol
     # a change for a document that was never opened and a notification with garbage params
     client.text_document_did_change(types.DidChangeTextDocumentParams(
         text_document=types.VersionedTextDocumentIdentifier(uri=uri(root / "never.py"), version=3),

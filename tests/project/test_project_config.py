@@ -10,11 +10,6 @@ from pathlib import Path
 import pytest
 
 from engine_support import write_tree
-
-
-def write(root: Path, files: dict[str, str]) -> None:
-    write_tree(root, files, lstrip=False)  # line numbers count the sources' first, empty line
-
 from fxscope.project import (
     DEFAULT_EXCLUDE,
     Config,
@@ -30,6 +25,8 @@ from fxscope.project import (
 from fxscope.project import files as files_module
 
 
+def write(root: Path, files: dict[str, str]) -> None:
+    write_tree(root, files, lstrip=False)  # line numbers count the sources' first, empty line
 
 
 def pyproject(root: Path, body: str) -> None:

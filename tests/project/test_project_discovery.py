@@ -12,15 +12,12 @@ from pathlib import Path
 import pytest
 
 from engine_support import write_tree
-
-
-def write(root: Path, files: dict[str, str]) -> None:
-    write_tree(root, files, lstrip=False)  # line numbers count the sources' first, empty line
-
 from fxscope.project import INHERITED, Discovery, FileError, Target, discover, load_config
 from fxscope.project import _summary
 
 
+def write(root: Path, files: dict[str, str]) -> None:
+    write_tree(root, files, lstrip=False)  # line numbers count the sources' first, empty line
 
 
 def run(root: Path, **kwargs) -> Discovery:  # type: ignore[no-untyped-def]

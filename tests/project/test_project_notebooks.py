@@ -14,7 +14,16 @@ import pytest
 from engine_support import write_tree
 from fxscope.project.config import ConfigError, load_config
 from fxscope.project.discovery import discover
-from fxscope.project.notebooks import NotebookError, notebook_tree, raw_position, raw_positions, read_notebook
+from fxscope.project._summary import Summary, summary_of_text
+from fxscope.project.notebooks import (
+    Notebook,
+    NotebookError,
+    make_notebook,
+    notebook_tree,
+    raw_position,
+    raw_positions,
+    read_notebook,
+)
 from fxscope.project.toplevel import dependencies, is_script, plan
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output, new_raw_cell
 
@@ -66,6 +75,28 @@ def test_code_cells_make_one_module_and_lines_map_both_ways(tmp_path: Path) -> N
     assert not tree.errors
     assert [type(s).__name__ for s in tree.tree.body][-2:] == ["ClassDef", "Assign"]
     assert tree.tree.body[-1].lineno == nb.line_of(6, 1)
+
+
+CELLS: list = ["# Title", ("code", "import torch\n%time x = 1\n"), ("raw", "raw"), ("code", ""),
+                ("code", "class A:\n    pass\r\n\n"), "notes", ("code", "y = x")]
+
+
+def test_one_mapper_from_cells_as_from_the_written_notebook() -> None:
+    nb = Notebook.from_cells(CELLS)
+    written = read_notebook(make_notebook(CELLS))
+    assert (nb.code, nb.text, nb.magic_lines, nb.cell_count) == (
+        written.code, written.text, written.magic_lines, written.cell_count)
+    assert nb.index == written.index and nb.index.spans == ((1, 2, 2), (3, 5, 3), (6, 7, 1))
+    index = nb.index
+    assert [(line, index.locate(line)) for line in range(0, 8)] == [
+        (0, None), (1, (2, 1)), (2, (2, 2)), (3, (5, 1)), (4, (5, 2)), (5, (5, 3)), (6, (7, 1)), (7, None)]
+    assert [(line, cell, at) for line, cell, at in index.lines()] == [
+        (1, 2, 1), (2, 2, 2), (3, 5, 1), (4, 5, 2), (5, 5, 3), (6, 7, 1)]
+    assert index.line_of(4, 1) is None and index.line_of(5, 4) is None and index.span(5) == (3, 5)
+    # discovery keeps the same index (persisted with the file's summary)
+    summary = summary_of_text(make_notebook(CELLS), "nb")
+    assert summary.cells == index and Summary.from_json(summary.to_json()).cells == index
+    assert summary.cell_of(4) == (5, 2) and summary.cell_of(7) is None
 
 
 def test_a_cell_that_does_not_parse_is_left_out(tmp_path: Path) -> None:

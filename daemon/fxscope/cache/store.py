@@ -28,6 +28,7 @@ from pathlib import Path
 from types import ModuleType, TracebackType
 from typing import Any, TypeVar
 
+from .hashing import hash_json
 
 
 def _fcntl() -> ModuleType | None:
@@ -39,8 +40,6 @@ def _fcntl() -> ModuleType | None:
 
 
 fcntl = _fcntl()
-
-from .hashing import hash_json
 
 __all__ = ["DB_NAME", "SCHEMA_VERSION", "CacheHit", "CacheStats", "FileStat", "ResultCache",
            "claim_directory"]

@@ -122,8 +122,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     watch = sub.add_parser("watch", parents=[common], help="re-check on every file change, print what changed")
     watch.add_argument("paths", nargs="*", type=Path, help="report only these files or directories")
-    watch.add_argument("--debounce", type=float, default=0.3, metavar="S",
-                       help="quiet seconds after a change before re-checking (default 0.3)")
+    watch.add_argument("--debounce", type=float, default=None, metavar="S",
+                       help="quiet seconds after a burst of changes before re-checking it (default: the editor's)")
     watch.add_argument("--color", choices=("auto", "always", "never"), default="auto")
 
     serve = sub.add_parser("serve", help="run the language server (stdio unless --tcp)")
@@ -307,10 +307,12 @@ def cmd_watch(args: argparse.Namespace) -> int:
     """``fxscope watch``: re-check on file changes through the session's scheduler."""
     from fxscope.cli.watch import watch
     from fxscope.session import SessionSettings
+    from fxscope.session.data import DEFAULT_DEBOUNCE_S
 
     root = _find_root(args, args.paths)
     _load_config(root)
-    settings = SessionSettings(debounce_s=args.debounce, workers=args.workers, use_cache=not args.no_cache,
+    debounce = args.debounce if args.debounce is not None else DEFAULT_DEBOUNCE_S
+    settings = SessionSettings(debounce_s=debounce, workers=args.workers, use_cache=not args.no_cache,
                                cache_dir=args.cache_dir.resolve() if args.cache_dir else None)
     paths = [p.resolve() for p in args.paths] or None
     return watch(root, paths, settings=settings, color=_use_color(args.color))

@@ -37,15 +37,12 @@ from fxscope.project.config import Config, load_config, target_line
 from fxscope.model import Snapshot, TargetOutcome
 from fxscope.model.sandbox import SandboxStatus
 from fxscope.project.discovery import Discovery, Target, discover
+from fxscope.project.files import ABSENT, is_under
 
 if TYPE_CHECKING:
     from fxscope.job.trace_job import TraceJob
 
 __all__ = ["ABSENT", "Engine", "ProgressEvent", "installed_torch_version"]
-
-#: The recorded "hash" of a dependency that did not exist (a missing module): the cached result
-#: stays valid only while the file is still absent.
-ABSENT = "absent"
 
 #: Version of what the engine stores per target (2: root-relative paths; 3: class targets carry the
 #: key of the recipes they were built from, and their build; 4: notebooks, and scripts imported
@@ -251,7 +248,7 @@ class Engine:
             targets = [t for t in targets if t.id in wanted]
         if paths is not None:
             rels = [self._rel(Path(p)) for p in paths]
-            targets = [t for t in targets if any(_under(t.file, r) for r in rels)]
+            targets = [t for t in targets if any(is_under(t.file, r) for r in rels)]
         if shard is not None:
             i, n = shard
             targets = [t for k, t in enumerate(targets) if k % n == i - 1]
@@ -551,7 +548,7 @@ class Engine:
         file_errors = discovery.file_errors
         if paths is not None:
             rels = [self._rel(Path(p)) for p in paths]
-            file_errors = [e for e in file_errors if any(_under(e.file, r) for r in rels)]
+            file_errors = [e for e in file_errors if any(is_under(e.file, r) for r in rels)]
         torch_version = next((r.outcome.torch for r in results if r.outcome.torch), self.torch_version)
         return CheckResult(str(self.root), torch_version, results, file_errors=list(file_errors),
                            graphs=graphs, duration_ms=(time.perf_counter() - started) * 1000,
@@ -617,7 +614,3 @@ def _relative_node_paths(graphs: list[Any], rel: Callable[[str], str]) -> None:
                 file = node.get("file")
                 if isinstance(file, str):
                     node["file"] = rel(file)
-
-
-def _under(file: str, rel: str) -> bool:
-    return rel == "" or file == rel or file.startswith(rel.rstrip("/") + "/")

@@ -173,7 +173,7 @@ def render_html(documents: Sequence[GraphDocument | Mapping[str, Any]], *, title
                 if is_notebook(file):  # its code cells, each line labelled `cell:line`
                     nb = read_notebook(text)
                     text = nb.text
-                    labels = {c.first_line + i: f"{c.number}:{i + 1}" for c in nb.cells for i in range(len(c.lines))}
+                    labels = {line: f"{cell}:{at}" for line, cell, at in nb.index.lines()}
             except (OSError, NotebookError):
                 continue
             anchors[file] = f"f{len(anchors)}"

@@ -106,7 +106,7 @@ def _imported(entries: tuple[str, ...], kind: str, warnings: list[str]) -> list[
             if kind == "wrap-functions" and not callable(obj):
                 raise TypeError(f"{entry} is not callable")
             found.append(obj)
-        except Exception as e:
+        except Exception as e:  # noqa: BLE001 - importing a configured entry may raise anything: a warning
             problem = f"{kind} entry {entry!r} could not be imported: {type(e).__name__}: {e}"
             if problem not in warnings:
                 warnings.append(problem)
@@ -149,7 +149,7 @@ class FxAnalysis:
                              leaf_types=leaf_types, sites=built.sites, extra_findings=built.findings,
                              inputs=inputs, wrap_functions=wrap_functions,
                              target_site=context.where if job.fallback_file else None)
-        except Exception as e:  # a bug in the tracer itself must still give a located answer
+        except Exception as e:  # noqa: BLE001 - a bug in the tracer itself must still give a located answer
             detail = "".join(traceback.format_exception_only(type(e), e)).strip()
             finding = error_finding("FXS107", f"internal tracing error: {detail}", e, context.is_user_file,
                                     context.fallback)

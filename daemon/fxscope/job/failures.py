@@ -6,11 +6,10 @@ import os
 import sys
 from typing import Any, Callable
 
+from fxscope.project.files import ABSENT
+
 __all__ = ["ABSENT", "absent_candidates", "error_finding", "missing_module", "one_line", "tb_locations",
            "user_file_predicate"]
-
-ABSENT = "absent"  # the dependency "hash" of a file that must stay missing (see the engine)
-
 
 def user_file_predicate(root: str, excluded: tuple[str, ...] = (
         ".venv", "venv", "site-packages", "dist-packages", "node_modules", ".tox", ".nox")) -> Callable[[str], bool]:

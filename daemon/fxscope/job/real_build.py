@@ -80,7 +80,7 @@ def run_real_analyses(factory: Callable[[], Any], analyses: list[Analysis], repo
             return report
         try:
             result = analysis.run(real, real.inputs, context)
-        except Exception as e:  # a bug in an analysis must still give a located answer
+        except Exception as e:  # noqa: BLE001 - a bug in an analysis must still give a located answer
             detail = "".join(traceback.format_exception_only(type(e), e)).strip()
             report["findings"].append(error_finding(
                 "FXS107", f"internal error in the {analysis.name} analysis: {detail}", e, context.is_user_file,

@@ -31,7 +31,7 @@ __all__ = ["ParserRefused", "call_parser_class", "call_parser_method", "is_parse
 _ACTIONS = tuple(v for v in vars(argparse).values() if isinstance(v, type) and issubclass(v, argparse.Action))
 _FORMATTERS = tuple(v for v in vars(argparse).values()
                         if isinstance(v, type) and issubclass(v, argparse.HelpFormatter))
-_GROUPS = (argparse._ArgumentGroup, argparse._MutuallyExclusiveGroup)  # noqa: SLF001 - argparse's own classes
+_GROUPS = (argparse._ArgumentGroup, argparse._MutuallyExclusiveGroup)  # argparse's own (private) classes
 #: Methods of a parser (or of an argument group) the safe executor calls, as argparse defines them.
 _BUILDING = ("add_argument", "add_argument_group", "add_mutually_exclusive_group", "set_defaults")
 _PARSING = ("parse_args", "parse_known_args")
@@ -116,8 +116,8 @@ def _check_argument(args: list[Any], kwargs: dict[str, Any]) -> None:
 
 def _converted_defaults(parser: argparse.ArgumentParser) -> None:
     """Refuse a parser that would convert a string default with a converter of the script's."""
-    defaults = parser._defaults  # noqa: SLF001 - what set_defaults(...) recorded
-    for action in parser._actions:  # noqa: SLF001
+    defaults = parser._defaults  # what set_defaults(...) recorded
+    for action in parser._actions:
         if not _one_of(type(action), _ACTIONS):
             raise ParserRefused("an argument with an `action` class of the script's own")
         kind = action.type

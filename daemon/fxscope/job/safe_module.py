@@ -60,6 +60,7 @@ from typing import Any
 from fxscope.project.notebooks import Notebook, NotebookError, notebook_tree, read_notebook
 from fxscope.project.toplevel import Step, plan, protected_name
 from fxscope.project.work import TopLevel
+from fxscope.job.module_patches import missing_attribute, patched_attributes, refusal
 from fxscope.job.overlay import OverlayLoader, is_user_path, register_source
 from fxscope.job.safe_argparse import (ParserRefused, call_parser_class, call_parser_method, is_parser_class,
                                           is_parser_method)
@@ -722,6 +723,14 @@ def _bind(target: ast.expr, value: Any, namespace: dict[str, Any], evaluator: Ev
         obj = evaluator.value(target.value)
         if target.attr.startswith("__"):
             raise NotAllowed(f"`{_text(target)}` sets a private attribute")
+        if isinstance(obj, types.ModuleType):  # f.softargmax = f.softmax: a patch of an imported module
+            why = refusal(obj)
+            if why is not None or vars(obj).get("__name__") == namespace.get("__name__"):
+                raise NotAllowed(f"`{_text(target)}` {why or 'changes the module being run'}")
+            if evaluator.workspace.object(obj):
+                _check_setattr(obj, target)
+            setattr(obj, target.attr, value)
+            return
         if issubclass(type(obj), type):  # Net.forward = forward, on a class of the module itself
             if not (_one_of(type(obj), _TRUSTED_METACLASSES) and vars(obj).get("__module__") == namespace.get("__name__")):
                 raise NotAllowed(f"`{_text(target)}` changes a class fxscope did not define here")
@@ -808,6 +817,8 @@ def run_safely(tree: ast.Module, namespace: dict[str, Any], filename: str,
 
     def skip(step: Step, reason: str, cause: str | None = None) -> None:
         record = Skipped(step.line, step.column, step.end_line, step.end_column, reason, filename)
+        for key in patched_attributes(tree.body[step.index], namespace):  # f.softargmax, as a class reads it
+            skipped.setdefault(key, record)
         for name in step.names:
             if step.kind != "run" and name in namespace and _definition(namespace[name]):
                 continue  # `torch.manual_seed(0)` leaves `torch` as it was
@@ -825,8 +836,8 @@ def run_safely(tree: ast.Module, namespace: dict[str, Any], filename: str,
             try:
                 _execute(stmt, namespace, filename, flags)  # a statement of the plan's own
                 flags |= _future_flags(stmt)
-            except NameError as e:
-                name = getattr(e, "name", None)
+            except (NameError, AttributeError) as e:  # a name, or a module patch (`f.softargmax`), not set
+                name = getattr(e, "name", None) if isinstance(e, NameError) else missing_attribute(e)
                 if name not in skipped or isinstance(stmt, (ast.Import, ast.ImportFrom)):
                     raise
                 skip(step, _unset(name, skipped, " either"), name)
@@ -850,7 +861,7 @@ def run_safely(tree: ast.Module, namespace: dict[str, Any], filename: str,
         except Exception as e:  # noqa: BLE001 - a constructor that raises: the statement is skipped
             skip(step, f"it raised {type(e).__name__}: {_one_line(str(e))}")
             continue
-        for name in step.names:
+        for name in (*step.names, *patched_attributes(stmt, namespace)):
             skipped.pop(name, None)
     return {name: record for name, record in skipped.items() if name not in namespace}
 

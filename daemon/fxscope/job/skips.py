@@ -20,6 +20,7 @@ from typing import Any
 from fxscope.model.codes import CODES, finding_dict
 from fxscope.project.discovery import Target
 from fxscope.project.toplevel import dependencies
+from fxscope.job.module_patches import missing_attribute
 from fxscope.job.safe_module import TREE, Skipped, skipped_of
 
 __all__ = ["import_of_skipped", "name_errors", "skipped_findings", "uses_skipped"]
@@ -56,7 +57,8 @@ def name_errors(errors: Iterable[BaseException | str | None], module: Any) -> di
     """The skipped names behind NameErrors of ``module`` (exceptions, or finding messages that
     quote one) raised while building or tracing: what the static dependencies did not see (a
     method reached through ``getattr``); and behind AttributeErrors of another script module
-    (``config.HIDDEN`` where ``config``'s statement setting it did not run)."""
+    (``config.HIDDEN`` where ``config``'s statement setting it did not run), or of a module patch
+    of ``module`` that did not run (``f.softargmax = ...``)."""
     skipped = skipped_of(module)
     found: dict[str, Skipped] = {}
     for error in errors:
@@ -64,17 +66,20 @@ def name_errors(errors: Iterable[BaseException | str | None], module: Any) -> di
         if isinstance(name, str) and name in skipped:
             found[name] = skipped[name]
         elif isinstance(error, AttributeError) and isinstance(getattr(error, "obj", None), types.ModuleType):
-            record = skipped_of(error.obj).get(error.name or "")
-            if record is not None:
+            patch = missing_attribute(error) or ""
+            if patch in skipped:  # `f.softargmax = ...` was skipped here
+                found[patch] = skipped[patch]
+            elif (record := skipped_of(error.obj).get(error.name or "")) is not None:
                 found[error.name or ""] = record
         elif isinstance(error, str):
             for name in _NOT_DEFINED.findall(error):
                 if name in skipped:
                     found[name] = skipped[name]
             for owner, name in _NO_ATTRIBUTE.findall(error):
-                record = skipped_of(sys.modules.get(owner)).get(name)
+                patch = f"{owner}.{name}"
+                record = skipped.get(patch) or skipped_of(sys.modules.get(owner)).get(name)
                 if record is not None:
-                    found[name] = record
+                    found[patch if patch in skipped else name] = record
     return found
 
 

@@ -121,8 +121,9 @@ class LensFeature:
                for s in folder.workspace.classes_in(path)]
         if cell is None:
             return folder, path, split_lines(text), out
-        here = cell[1]
-        local = [(replace(s, line=s.line - here.first_line + 1), title) for s, title in out if here.holds(s.line)]
+        view, here = cell
+        local = [(replace(s, line=where[1]), title) for s, title in out
+                 if (where := view.index.locate(s.line)) is not None and where[0] == here.number]
         return folder, path, list(here.lines), local
 
     def code_lens(self, params: types.CodeLensParams) -> list[types.CodeLens] | None:

@@ -34,7 +34,7 @@ async def _configuration(ctx: ServerContext, folders: Sequence[Folder]) -> list[
     items.append(types.ConfigurationItem(section=SECTION))
     try:
         answer = await asyncio.wait_for(ctx.client.configuration(types.ConfigurationParams(items=items)), timeout=5)
-    except Exception as e:
+    except Exception as e:  # noqa: BLE001 - the client failed the request: the initialization options stay
         log.info("workspace/configuration failed: %s", e)
         return None
     if not isinstance(answer, list) or len(answer) != len(items):

@@ -20,6 +20,7 @@ from fxscope.lsp.workspaces import Folder, Folders
 from fxscope.lsp.options import ServerOptions
 from fxscope.lsp.positions import PositionEncoder
 from fxscope.session import SessionSettings
+from fxscope.session.data import DEFAULT_DEBOUNCE_S
 
 if TYPE_CHECKING:
     from fxscope.lsp.diagnostics import DiagnosticsFeature
@@ -29,11 +30,6 @@ if TYPE_CHECKING:
 __all__ = ["Client", "Documents", "ServerContext", "DEFAULT_DEBOUNCE_S"]
 
 log = logging.getLogger("fxscope.lsp")
-
-#: The server's debounce between the last edit and the re-trace when the client sets none: short
-#: enough for an isolated edit to stay inside the latency budget (a newer edit kills the running
-#: trace, so a burst still ends in one trace of the final text).
-DEFAULT_DEBOUNCE_S = 0.05
 
 
 class Client(Protocol):

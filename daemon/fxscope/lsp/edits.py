@@ -24,10 +24,10 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
+from fxscope.report.filters import SUPPRESSION
+
 __all__ = ["Edit", "append_text", "apply", "suppress", "replace_len", "replace_int_shape", "add_to_config_list",
            "module_name", "enclosing_function"]
-
-_SUPPRESS = re.compile(r"#\s*fxscope\s*:\s*ignore(?![\w-])(\s*\[([^\]]*)\])?", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -85,19 +85,19 @@ def suppress(text: str, line: int, code: str) -> Edit | None:
     if not 1 <= line <= len(lines):
         return None
     content = lines[line - 1].rstrip("\r")
-    m = _SUPPRESS.search(content)
+    m = SUPPRESSION.search(content)
     if m is None:
         end = len(content) + 1
         stripped = content.rstrip()
         return Edit(line, len(stripped) + 1, line, end, f"{'  ' if stripped else ''}# fxscope: ignore[{code}]")
-    if m.group(1) is None:  # a bare `# fxscope: ignore` already covers every code
+    if m.group("list") is None:  # a bare `# fxscope: ignore` already covers every code
         return None
-    codes = [c.strip() for c in m.group(2).split(",") if c.strip()]
+    codes = [c.strip() for c in m.group("codes").split(",") if c.strip()]
     if code.upper() in (c.upper() for c in codes):
         return None
     new = "[" + ", ".join([*codes, code]) + "]"
-    start = m.start(1) + 1 + (len(m.group(1)) - len(m.group(1).lstrip()))
-    return Edit(line, start, line, m.end(1) + 1, new)
+    start = m.start("list") + 1 + (len(m.group("list")) - len(m.group("list").lstrip()))
+    return Edit(line, start, line, m.end("list") + 1, new)
 
 
 def _segment(text: str, line: int, column: int, end_line: int, end_column: int) -> str | None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from lsprotocol import types
@@ -202,17 +202,17 @@ class HoverFeature:
         formats = hover.content_format if hover else None
         return not formats or types.MarkupKind.Markdown in formats
 
-    def _document(self, uri: str) -> tuple[Path, list[str], int] | None:
-        """The file a document's lines are in, the document's lines and the file line of its
-        first line (a notebook cell is part of its notebook's code)."""
+    def _document(self, uri: str) -> tuple[Path, list[str], Callable[[int], int | None]] | None:
+        """The file a document's lines are in, the document's lines and the file line of each of
+        them (a notebook cell is part of its notebook's code; None past its code lines)."""
         found = self.ctx.notebooks.cell(uri)
         if found is not None:
             view, cell = found
-            return view.path, list(cell.lines), cell.first_line
+            return view.path, list(cell.lines), lambda line: view.index.line_of(cell.number, line)
         path = uri_to_path(uri)
         if path is None:
             return None
-        return path, split_lines(self.ctx.documents.text(path) or ""), 1
+        return path, split_lines(self.ctx.documents.text(path) or ""), lambda line: line
 
     def hover(self, params: types.HoverParams) -> types.Hover | None:
         """The class summary under the cursor, else the graph nodes of the line."""
@@ -221,11 +221,13 @@ class HoverFeature:
         folder = self.ctx.folders.for_path(path, create=False)
         if document is None or path is None or folder is None or not self.ctx.options_for(folder).enable:
             return None
-        _, lines, first = document
+        _, lines, file_line = document
         if params.position.line >= len(lines):
             return None
         line_in_doc, column = self.ctx.encoder.to_store(lines, params.position)
-        line_no = first + line_in_doc - 1
+        line_no = file_line(line_in_doc)
+        if line_no is None:
+            return None
         classes = folder.workspace.classes_in(path)
         text = self.class_hover(folder, classes, lines[line_in_doc - 1], line_no, column)
         if text is None:

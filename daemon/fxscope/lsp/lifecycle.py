@@ -64,7 +64,7 @@ async def _watch_files(ctx: ServerContext) -> None:
         await ctx.client.register_capability(types.RegistrationParams(registrations=[
             types.Registration(id="fxscope-watched-files", method=types.WORKSPACE_DID_CHANGE_WATCHED_FILES,
                                register_options=opts)]))
-    except Exception as e:
+    except Exception as e:  # noqa: BLE001 - the client refused: the server's own watcher stays
         log.info("could not register file watching with the client: %s", e)
 
 

@@ -18,6 +18,7 @@ import logging
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass, replace
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import unquote
@@ -28,7 +29,8 @@ from pygls.lsp.server import LanguageServer
 from fxscope.lsp.positions import split_lines
 from fxscope.lsp.workspaces import Folder, uri_to_path
 from fxscope.model import Location
-from fxscope.project.notebooks import NotebookError, is_notebook, make_notebook, read_notebook
+from fxscope.project.notebooks import (Cell, CellIndex, Notebook, NotebookError, is_notebook, make_notebook,
+                                       read_notebook)
 
 if TYPE_CHECKING:
     from fxscope.lsp.context import ServerContext
@@ -67,10 +69,6 @@ class CellView:
         """How many notebook code lines it holds."""
         return len(self.source)
 
-    def holds(self, line: int) -> bool:
-        """Whether notebook code ``line`` is in this cell."""
-        return self.first_line <= line < self.first_line + self.code_lines
-
 
 @dataclass(frozen=True)
 class NotebookView:
@@ -82,9 +80,19 @@ class NotebookView:
     cells: tuple[CellView, ...]
     text: str
 
+    @cached_property
+    def index(self) -> CellIndex:
+        """Which of its cells holds each notebook code line."""
+        return CellIndex(tuple((c.first_line, c.number, c.code_lines) for c in self.cells if c.code_lines))
+
     def cell_of(self, line: int) -> CellView | None:
         """The cell holding notebook code ``line``."""
-        return next((c for c in self.cells if c.holds(line)), None)
+        number = self.index.cell_at(line)
+        return self.numbered(number) if number is not None else None
+
+    def numbered(self, number: int) -> CellView | None:
+        """The cell with this ``number`` among all cells."""
+        return next((c for c in self.cells if c.number == number), None)
 
     def cell(self, uri: str) -> CellView | None:
         """The cell whose document is ``uri``."""
@@ -93,32 +101,33 @@ class NotebookView:
 
     def local(self, loc: Location) -> tuple[CellView, Location] | None:
         """The cell of ``loc`` (notebook code lines) and ``loc`` with that cell's lines."""
-        cell = self.cell_of(loc.line)
-        if cell is None:
+        where = self.index.locate(loc.line)
+        cell = self.numbered(where[0]) if where is not None else None
+        if where is None or cell is None:
             return None
-        end_line = loc.end_line
-        end_column = loc.end_column
-        if end_line is not None and not cell.holds(end_line):  # past the cell: to the end of its last line
-            end_line, end_column = cell.first_line + cell.code_lines - 1, None
-        offset = cell.first_line - 1
-        return cell, replace(loc, line=loc.line - offset, end_line=None if end_line is None else end_line - offset,
-                             end_column=end_column)
+        end_line, end_column = loc.end_line, loc.end_column
+        if end_line is not None:
+            end = self.index.locate(end_line)
+            if end is None or end[0] != cell.number:  # past the cell: to the end of its last line
+                end_line, end_column = cell.code_lines, None
+            else:
+                end_line = end[1]
+        return cell, replace(loc, line=where[1], end_line=end_line, end_column=end_column)
 
     def code_line(self, uri: str, line: int) -> int | None:
-        """The notebook code line of 1-based ``line`` of cell ``uri``."""
+        """The notebook code line of 1-based ``line`` of cell ``uri`` (None past its code lines)."""
         cell = self.cell(uri)
-        return None if cell is None else cell.first_line + line - 1
+        return None if cell is None else self.index.line_of(cell.number, line)
 
 
 def view_of(path: Path, version: int | None, cells: list[tuple[str, str, str]]) -> NotebookView:
     """The view of a notebook made of ``cells`` (document uri, ``code``/``markdown``/``raw``,
     text), in order."""
-    text = make_notebook([(kind, body) for _, kind, body in cells])
-    nb = read_notebook(text)
-    uris = [uri for uri, _, _ in cells]
-    views = tuple(CellView(uris[c.number - 1], c.number, c.first_line, tuple(split_lines(cells[c.number - 1][2])),
+    made: list[Cell] = [(kind, body) for _, kind, body in cells]
+    nb = Notebook.from_cells(made)
+    views = tuple(CellView(cells[c.number - 1][0], c.number, c.first_line, tuple(split_lines(cells[c.number - 1][2])),
                            c.lines) for c in nb.cells)
-    return NotebookView(path, version, views, text)
+    return NotebookView(path, version, views, make_notebook(made))
 
 
 def disk_view(path: Path, current: NotebookView) -> NotebookView | None:

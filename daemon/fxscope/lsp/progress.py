@@ -116,7 +116,7 @@ class ProgressFeature:
         assert r.token is not None
         try:
             await self.ctx.client.create_progress(r.token)
-        except Exception as e:  # the client refused: no progress from now on
+        except Exception as e:  # noqa: BLE001 - the client refused: no progress from now on
             log.debug("window/workDoneProgress/create failed: %s", e)
             self._refused = True
             r.ended = True
@@ -156,7 +156,7 @@ class ProgressFeature:
                 r.ended = True
                 try:
                     self.ctx.client.send_progress(r.token, types.WorkDoneProgressEnd(message="stopped"))
-                except Exception:
+                except Exception:  # noqa: BLE001 - the client is gone: there is nothing to end
                     pass
 
 

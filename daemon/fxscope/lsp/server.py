@@ -104,7 +104,7 @@ class _ClientLogHandler(logging.Handler):
             message = self.format(record)
             kind = next(t for level, t in _MESSAGE_TYPES if record.levelno >= level)
             self.server.post(self.server.window_log_message, types.LogMessageParams(type=kind, message=message))
-        except Exception:  # logging must never raise
+        except Exception:  # noqa: BLE001 - logging must never raise
             pass
 
 
@@ -225,7 +225,7 @@ class FxscopeServer(LanguageServer):
 
     def shutdown(self) -> None:  # pygls: the transport ended
         self.close_all()
-        super().shutdown()
+        super().shutdown()  # type: ignore[no-untyped-call]  # pygls' own, unannotated
 
 
 SWITCH_INTERVAL_S = 0.0005

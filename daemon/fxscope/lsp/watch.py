@@ -76,7 +76,7 @@ class FolderWatcher:
             observer.daemon = True
             observer.schedule(Handler(), str(self.root), recursive=True)
             observer.start()
-        except Exception as e:  # inotify limits, a vanished folder
+        except Exception as e:  # noqa: BLE001 - inotify limits, a vanished folder
             log.warning("cannot watch %s for changes: %s", self.root, e)
             return False
         self._observer = observer
@@ -113,6 +113,6 @@ class FolderWatcher:
             try:
                 self._observer.stop()
                 self._observer.join(timeout=2)
-            except Exception:
+            except Exception:  # noqa: BLE001 - stopping the watcher never fails the shutdown
                 pass
             self._observer = None

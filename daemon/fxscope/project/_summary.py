@@ -21,7 +21,7 @@ from ._names import dotted_name
 from .callsites import CallSite, markdown_examples, python_examples
 from .forward_calls import ForwardSite, forward_sites, markdown_forward_sites
 from .files import is_racy
-from .notebooks import NotebookError, is_notebook, notebook_tree, read_notebook
+from .notebooks import CellIndex, NotebookError, is_notebook, notebook_tree, read_notebook
 from .toplevel import is_main_guard, is_script, plan
 from .work import TopLevel
 
@@ -29,7 +29,7 @@ __all__ = ["SUMMARY_FORMAT", "ClassInfo", "Summary", "cache_stats", "clear_cache
            "summary_of_bytes", "summary_of_file", "summary_of_text"]
 
 #: Version of :meth:`Summary.to_json`; persisted summaries of another version are not used.
-SUMMARY_FORMAT = 9
+SUMMARY_FORMAT = 10
 
 #: Markdown files longer than this are not read for examples.
 MAX_MARKDOWN_CHARS = 1 << 20
@@ -78,21 +78,16 @@ class Summary:
     calls: tuple[CallSite, ...] = ()
     #: Every literal keyword argument of any call: (name, value, line).
     keywords: tuple[tuple[str, int | float | str | bool, int], ...] = ()
-    #: A notebook's code cells: (first line, cell number), in order; lines are the notebook's
-    #: code lines (see :mod:`fxscope.project.notebooks`).
-    cells: tuple[tuple[int, int], ...] = ()
+    #: A notebook's code cells (lines are the notebook's code lines, see
+    #: :mod:`fxscope.project.notebooks`); empty for any other file.
+    cells: CellIndex = CellIndex()
     #: Forward calls on literal tensors, and shapes forward annotations give (see
     #: :mod:`fxscope.project.forward_calls`).
     forwards: tuple[ForwardSite, ...] = ()
 
     def cell_of(self, line: int) -> tuple[int, int] | None:
         """(cell number, line in the cell) of a notebook's code ``line``; None for a ``.py`` file."""
-        found = None
-        for first, number in self.cells:
-            if first > line:
-                break
-            found = (number, line - first + 1)
-        return found
+        return self.cells.locate(line)
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-able dict; :meth:`from_json` inverts it (summaries are persisted by content)."""
@@ -107,7 +102,7 @@ class Summary:
             "error": None if self.error is None else list(self.error),
             "calls": [c.to_json() for c in self.calls],
             "keywords": [list(k) for k in self.keywords],
-            "cells": [list(c) for c in self.cells],
+            "cells": self.cells.to_json(),
             "forwards": [f.to_json() for f in self.forwards],
         }
 
@@ -130,7 +125,7 @@ class Summary:
             None if data["error"] is None else (int(data["error"][0]), int(data["error"][1]), str(data["error"][2])),
             tuple(CallSite.from_json(c) for c in data["calls"]),
             tuple((str(name), value, int(line)) for name, value, line in data["keywords"]),
-            tuple((int(first), int(number)) for first, number in data.get("cells") or ()),
+            CellIndex.from_json(data.get("cells") or ()),
             tuple(ForwardSite.from_json(f) for f in data.get("forwards") or ()),
         )
 
@@ -394,7 +389,7 @@ def summarize(source: str | bytes) -> Summary:
 
 
 def _summary(text: str, tree: ast.Module, *, runs_only: bool, magic_lines: frozenset[int] = frozenset(),
-             error: tuple[int, int, str] | None = None, cells: tuple[tuple[int, int], ...] = ()) -> Summary:
+             error: tuple[int, int, str] | None = None, cells: CellIndex = CellIndex()) -> Summary:
     """The summary of a parsed module; ``runs_only``: bindings and classes only of the statements
     the safe executor runs (a notebook, a script)."""
     collector = _Collector()
@@ -419,7 +414,7 @@ def summarize_notebook(source: str | bytes) -> Summary:
     parsed = notebook_tree(nb)
     error = parsed.errors[0] if parsed.errors else None
     return _summary(nb.code, parsed.tree, runs_only=True, magic_lines=nb.magic_lines, error=error,
-                    cells=nb.cell_starts())
+                    cells=nb.index)
 
 
 def summarize_markdown(source: str | bytes) -> Summary:

@@ -25,7 +25,8 @@ from pathlib import Path
 
 from .config import Config
 
-__all__ = ["RACY_NS", "is_example", "is_included", "is_racy", "module_name_for", "relpath", "workspace_files", "workspace_rels"]
+__all__ = ["ABSENT", "RACY_NS", "is_example", "is_included", "is_racy", "is_under", "module_name_for", "relpath",
+           "workspace_files", "workspace_rels"]
 
 #: Workspace files fxscope imports: Python modules and Jupyter notebooks.
 _SOURCE_SUFFIXES = (".py", ".ipynb")
@@ -34,6 +35,21 @@ _SOURCE_SUFFIXES = (".py", ".ipynb")
 #: (mtime, size, inode) changing, so a cache keyed by that signature must not trust it yet
 #: ("racy" files, as git calls them).
 RACY_NS = 2_000_000_000
+
+
+#: The digest a dependency is recorded with when it must stay missing (a module that was not
+#: found: the files that would have provided it); a cached result holds while they are absent.
+ABSENT = "absent"
+
+
+def is_under(file: str, rel: str) -> bool:
+    """Whether the root-relative ``file`` is ``rel`` or inside the directory ``rel`` (``""`` and
+    ``"."`` are the root).
+
+    >>> is_under("pkg/a.py", "pkg"), is_under("pkg2/a.py", "pkg"), is_under("a.py", "."), is_under("a.py", "a.py")
+    (True, False, True, True)
+    """
+    return rel in ("", ".") or file == rel or file.startswith(rel.rstrip("/") + "/")
 
 
 def is_racy(mtime_ns: int, now_ns: int | None = None) -> bool:

@@ -1,9 +1,10 @@
 """Jupyter notebooks (nbformat 4) read as one Python module made of their code cells, in order.
 
 A notebook's *code* is its Python code cells joined one after the other; its lines are numbered
-from 1 across the cells (the "virtual" lines every layer below the front ends uses), and
-:meth:`Notebook.locate` / :meth:`Notebook.line_of` map them to and from a cell and a line inside
-it. Cells are numbered from 1 over all cells of the notebook (Markdown ones too), as a reader
+from 1 across the cells (the "virtual" lines every layer below the front ends uses), and a
+:class:`CellIndex` (``Notebook.index``; also kept in a file's discovery summary and in the language
+server's view of an open notebook) maps them to and from a cell and a line inside it: the one
+mapper every layer uses. Cells are numbered from 1 over all cells of the notebook (Markdown ones too), as a reader
 counts them. IPython syntax is neutralised without moving anything: a line magic or shell escape
 (``%matplotlib inline``, ``!pip install x``, ``obj?``) becomes ``pass`` at its indentation, an
 assignment from one (``files = !ls``) becomes ``files = None``, and a cell magic cell whose body is
@@ -16,6 +17,8 @@ cell is parsed on its own (a cell that does not parse is left out, as Jupyter ru
 ['import torch', 'pass', 'x = 1', 'pass', 'y = x']
 >>> nb.locate(4), nb.line_of(3, 2), sorted(nb.magic_lines)
 ((3, 1), 5, [2, 4])
+>>> Notebook.from_cells([("markdown", "# A title"), ("code", "import torch")]).index.locate(1)
+(2, 1)
 """
 
 from __future__ import annotations
@@ -26,12 +29,13 @@ import json
 import re
 import tokenize
 import warnings
-from collections.abc import Iterable, Sequence
+from bisect import bisect_right
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Union
 
-__all__ = ["CellSource", "CodeCell", "Notebook", "NotebookError", "NotebookTree", "is_notebook", "make_notebook",
-           "neutralise", "notebook_tree", "raw_position", "raw_positions", "read_notebook"]
+__all__ = ["CellIndex", "CellSource", "CodeCell", "Notebook", "NotebookError", "NotebookTree", "is_notebook",
+           "make_notebook", "neutralise", "notebook_tree", "raw_position", "raw_positions", "read_notebook"]
 
 #: Cell magics whose body is Python (ruff keeps the same ones): the magic line is neutralised and
 #: the body is code. Any other cell magic (``%%bash``, ``%%writefile``, ``%%html``) is not Python.
@@ -43,6 +47,11 @@ MAX_NOTEBOOK_BYTES = 64 << 20
 _NEWLINE = re.compile(r"\r\n|\r|\n")
 _HELP = re.compile(r"\s*(\?{1,2})?[A-Za-z_][\w.]*(\?{1,2})?\s*")
 _MAGIC_ASSIGNMENT = re.compile(r"(\s*)([A-Za-z_][\w.]*(?:\s*,\s*[A-Za-z_][\w.]*)*)\s*=\s*[%!]")
+
+
+#: A cell as :func:`make_notebook` and :meth:`Notebook.from_cells` take it: a string is a
+#: Markdown cell, ``(kind, text)`` a cell of that kind (``code``, ``markdown``, ``raw``).
+Cell = Union[str, tuple[str, str]]
 
 
 class NotebookError(ValueError):
@@ -76,12 +85,83 @@ class CodeCell:
 
 
 @dataclass(frozen=True)
+class CellIndex:
+    """Where a notebook's code lines are in its cells: ``spans`` are (first code line, cell
+    number, line count) of each non-empty code cell, in order of first line.
+
+    >>> index = CellIndex(((1, 2, 3), (4, 5, 1)))
+    >>> index.locate(4), index.locate(2), index.locate(5), index.line_of(2, 3), index.line_of(5, 2)
+    ((5, 1), (2, 2), None, 3, None)
+    """
+
+    spans: tuple[tuple[int, int, int], ...] = ()
+
+    def __len__(self) -> int:
+        """How many cells it maps (none for a file that is not a notebook)."""
+        return len(self.spans)
+
+    def locate(self, line: int) -> tuple[int, int] | None:
+        """(cell number, 1-based line in the cell) of code ``line``; None outside every cell."""
+        i = bisect_right(self.spans, line, key=lambda span: span[0]) - 1
+        if i < 0:
+            return None
+        first, number, count = self.spans[i]
+        return (number, line - first + 1) if line < first + count else None
+
+    def cell_at(self, line: int) -> int | None:
+        """The number of the cell holding code ``line``."""
+        found = self.locate(line)
+        return found[0] if found is not None else None
+
+    def span(self, cell: int) -> tuple[int, int] | None:
+        """(first, last) code line of cell ``cell``; None for a cell with no code lines."""
+        found = next((s for s in self.spans if s[1] == cell), None)
+        return (found[0], found[0] + found[2] - 1) if found is not None else None
+
+    def line_of(self, cell: int, line: int) -> int | None:
+        """The code line of 1-based ``line`` of cell ``cell``; None when the cell has no such line."""
+        found = self.span(cell)
+        if found is None or not 1 <= line <= found[1] - found[0] + 1:
+            return None
+        return found[0] + line - 1
+
+    def lines(self) -> Iterator[tuple[int, int, int]]:
+        """(code line, cell number, line in the cell) of every code line, in order."""
+        for first, number, count in self.spans:
+            for i in range(count):
+                yield first + i, number, i + 1
+
+    def to_json(self) -> list[list[int]]:
+        """A JSON-able list; :meth:`from_json` inverts it."""
+        return [list(span) for span in self.spans]
+
+    @classmethod
+    def from_json(cls, data: Iterable[Sequence[int]]) -> CellIndex:
+        """Rebuild an index from :meth:`to_json` output."""
+        return cls(tuple((int(first), int(number), int(count)) for first, number, count in data))
+
+
+@dataclass(frozen=True)
 class Notebook:
     """A notebook's Python code cells (see the module docstring); ``cell_count`` counts every cell."""
 
     cells: tuple[CodeCell, ...]
     cell_count: int
     magic_lines: frozenset[int] = frozenset()
+
+    @classmethod
+    def from_cells(cls, cells: Sequence[Cell]) -> Notebook:
+        """The notebook made of ``cells`` (as :func:`make_notebook` takes them: a string is a
+        Markdown cell, ``(kind, text)`` a cell of that kind), without writing or reading JSON:
+        what the language server makes of the cells an editor has open.
+
+        >>> nb = Notebook.from_cells(["# Title", ("code", "a = 1\\nb = 2"), ("code", "c = 3")])
+        >>> nb.index.spans, nb.text
+        (((1, 2, 2), (3, 3, 1)), 'a = 1\\nb = 2\\nc = 3\\n')
+        """
+        code = [(number, split_lines(cell[1]), None) for number, cell in enumerate(cells, 1)
+                if not isinstance(cell, str) and cell[0] == "code"]
+        return _build(code, len(cells))
 
     @property
     def code(self) -> str:
@@ -93,6 +173,11 @@ class Notebook:
         """The same lines as written (magics included): what snippets and suppressions read."""
         return "".join(line + "\n" for cell in self.cells for line in cell.lines)
 
+    @property
+    def index(self) -> CellIndex:
+        """The code line <-> cell mapper of this notebook."""
+        return CellIndex(tuple((c.first_line, c.number, len(c.lines)) for c in self.cells if c.lines))
+
     def cell(self, number: int) -> CodeCell | None:
         """The code cell with this ``number`` (None for a Markdown cell or no cell)."""
         for cell in self.cells:
@@ -102,23 +187,12 @@ class Notebook:
 
     def locate(self, line: int) -> tuple[int, int] | None:
         """(cell number, 1-based line in the cell) of a virtual ``line``; None past the end."""
-        for cell in self.cells:
-            if cell.first_line <= line <= cell.last_line:
-                return cell.number, line - cell.first_line + 1
-        return None
+        return self.index.locate(line)
 
     def line_of(self, cell_number: int, line: int) -> int | None:
         """The virtual line of ``line`` (1-based) of cell ``cell_number``; None when the cell has
         no such line."""
-        cell = self.cell(cell_number)
-        if cell is None or not 1 <= line <= len(cell.lines):
-            return None
-        return cell.first_line + line - 1
-
-    def cell_starts(self) -> tuple[tuple[int, int], ...]:
-        """(first virtual line, cell number) of every non-empty code cell, in order (all
-        :meth:`locate` needs; what a summary keeps)."""
-        return tuple((c.first_line, c.number) for c in self.cells if c.lines)
+        return self.index.line_of(cell_number, line)
 
 
 def split_lines(text: str) -> list[str]:
@@ -204,9 +278,6 @@ def _build(cells: Iterable[tuple[int, list[str], str | None]], count: int) -> No
         magic.update(line + i for i in magics)
         line += len(lines)
     return Notebook(tuple(out), count, frozenset(magic))
-
-
-Cell = Union[str, tuple[str, str]]
 
 
 def make_notebook(cells: Sequence[Cell], *, language: str = "python", ids: bool = True) -> str:

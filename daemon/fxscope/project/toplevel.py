@@ -9,7 +9,8 @@ when fxscope builds a class it defines. Of its top-level statements, in order:
   unless the definition's default arguments or class body would do work
   (:mod:`fxscope.project.work`);
 - assignments (``x = ...``, ``x: T = ...``, ``x += ...``, ``cfg.depth = 2``, ``table["k"] = v``,
-  ``Net.forward = forward`` on a class of the module itself) are evaluated by a small interpreter
+  ``Net.forward = forward`` on a class of the module itself, ``f.softargmax = f.softmax`` on an
+  imported module) are evaluated by a small interpreter
   that allows only literals, names already set, arithmetic and calls of constructors fxscope makes
   on its own (``assign``), and so are ``parser.add_argument(...)`` statements (an ``argparse``
   parser is built as written and ``parser.parse_args()`` parses an empty command line) and
@@ -187,7 +188,9 @@ def _assignable(target: ast.expr) -> bool:
         return True
     if isinstance(target, (ast.Tuple, ast.List)):
         return all(isinstance(e, ast.Name) for e in target.elts)
-    if isinstance(target, (ast.Attribute, ast.Subscript)):
+    if isinstance(target, ast.Attribute):  # cfg.depth = 2, torch.nn.functional.softargmax = ...
+        return dotted_name(target.value) is not None
+    if isinstance(target, ast.Subscript):
         return isinstance(target.value, ast.Name)
     return False
 

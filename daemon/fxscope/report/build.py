@@ -26,8 +26,9 @@ from fxscope.model.codes import CODES, SEVERITIES
 from fxscope.model.sandbox import SandboxStatus
 from fxscope.model.location import is_absolute
 from fxscope.project.discovery import FileError
+from fxscope.report.locations import sort_key
 
-__all__ = ["build_report", "check_report", "file_error_finding", "finding_order", "library_of", "merge_findings",
+__all__ = ["build_report", "check_report", "file_error_finding", "library_of", "merge_findings",
            "merge_key", "target_findings"]
 
 
@@ -138,13 +139,6 @@ def _hint(finding: Finding) -> str | None:
             "`leaf-modules`) in [tool.fxscope], or pass concrete args that avoid this path.")
 
 
-def finding_order(f: Finding) -> tuple[Any, ...]:
-    """How findings are listed: file, line, column, code, then anchor and target."""
-    loc, anchor = f.location, f.anchor
-    return (loc.file, loc.line, loc.column or 0, f.code, anchor.file if anchor else "",
-            anchor.line if anchor else 0, (anchor.column or 0) if anchor else 0, f.target)
-
-
 def target_findings(result: TargetResult, root: str) -> list[Finding]:
     """The findings of one target's result as the report shows them: root-relative paths, the
     target set, and a ``hint`` (the tracer's own, else the fallback)."""
@@ -214,7 +208,7 @@ def build_report(root: str, torch_version: str, results: Sequence[TargetResult],
         targets.append(entry)
         by_status[entry.status] = by_status.get(entry.status, 0) + 1
         findings.extend(target_findings(r, root))
-    merged = merge_findings(sorted(findings, key=finding_order))
+    merged = merge_findings(sorted(findings, key=sort_key))
     by_severity = {s: 0 for s in SEVERITIES}
     for f in merged:
         by_severity[f.severity] = by_severity.get(f.severity, 0) + 1

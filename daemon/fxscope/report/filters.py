@@ -24,6 +24,7 @@ from fxscope.report.locations import SourceCache
 
 __all__ = [
     "FAIL_ON",
+    "SUPPRESSION",
     "apply_suppressions",
     "exit_code",
     "is_suppressed",
@@ -36,7 +37,9 @@ __all__ = [
 #: Accepted values of ``--fail-on``.
 FAIL_ON = (*SEVERITIES, "never")
 
-_SUPPRESS = re.compile(r"#\s*fxscope\s*:\s*ignore(?![\w-])(?:\s*\[([^\]]*)\])?", re.IGNORECASE)
+#: A suppression comment: ``# fxscope: ignore`` (every code) or ``# fxscope: ignore[FXS101, FXS104]``;
+#: group ``list`` is the bracket with its leading spaces, ``codes`` what is inside it.
+SUPPRESSION = re.compile(r"#\s*fxscope\s*:\s*ignore(?![\w-])(?P<list>\s*\[(?P<codes>[^\]]*)\])?", re.IGNORECASE)
 
 
 def recount(report: Report, findings: Sequence[Finding], *, suppressed: int | None = None,
@@ -103,12 +106,12 @@ def suppressed_codes(line: str) -> set[str] | None:
     ['FXS101', 'FXS104']
     """
     found: set[str] | None = None
-    for match in _SUPPRESS.finditer(line):
+    for match in SUPPRESSION.finditer(line):
         found = found if found is not None else set()
-        if match.group(1) is None:
+        if match.group("codes") is None:
             found.add("ALL")
         else:
-            found.update(c.upper() for c in re.split(r"[\s,]+", match.group(1)) if c)
+            found.update(c.upper() for c in re.split(r"[\s,]+", match.group("codes")) if c)
     return found
 
 

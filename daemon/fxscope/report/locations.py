@@ -96,10 +96,21 @@ def display_path(file: str, root: Path, cwd: Path | None = None) -> str:
 
 
 def sort_key(finding: Finding) -> tuple[Any, ...]:
-    """Order findings by primary file, (notebook cell,) line, column, code (then message, for
-    stability)."""
-    loc = finding.primary
-    return (loc.outside, loc.file, loc.cell or 0, loc.line, loc.column or 0, finding.code, finding.message)
+    """The one order of findings (reports, the editor's store, every output format): where it is
+    shown (workspace files first; file, notebook cell, line, column), its code, where it is
+    located (a library line reached from there), then its target and message, so that merging
+    the same finding of several targets keeps the first target by id.
+
+    >>> from fxscope.model import Location
+    >>> found = [Finding("FXS101", "error", "m", Location("/lib/x.py", 9), target="b", anchor=Location("a.py", 3)),
+    ...          Finding("FXS103", "error", "m", Location("a.py", 3, 5), target="a"),
+    ...          Finding("FXS101", "error", "m", Location("/lib/x.py", 9), target="a", anchor=Location("a.py", 3))]
+    >>> [(f.code, f.target) for f in sorted(found, key=sort_key)]
+    [('FXS101', 'a'), ('FXS101', 'b'), ('FXS103', 'a')]
+    """
+    shown, loc = finding.primary, finding.location
+    return (shown.outside, shown.file, shown.cell or 0, shown.line, shown.column or 0, finding.code,
+            loc.file, loc.line, loc.column or 0, finding.target, finding.message)
 
 
 def split_source_lines(text: str) -> list[str]:

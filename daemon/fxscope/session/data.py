@@ -9,7 +9,15 @@ from pathlib import Path
 from fxscope.model import Finding
 from fxscope.model.sandbox import SandboxStatus
 
-__all__ = ["FileFindings", "ProgressEvent", "ResultsEvent", "RunSummary", "SessionSettings", "WorkspaceStatus"]
+__all__ = ["DEFAULT_DEBOUNCE_S", "FileFindings", "ProgressEvent", "ResultsEvent", "RunSummary", "SessionSettings",
+           "WorkspaceStatus"]
+
+
+#: Quiet time after the last change of a burst before the re-check, for every front end (the
+#: editor, ``watch``, the daemon): the first change after a quiet period is checked at once, and a
+#: newer change cancels the stale jobs, so a longer wait never saves a wrong result, only adds to
+#: the latency of the burst's last edit (the edit-latency budget counts it).
+DEFAULT_DEBOUNCE_S = 0.05
 
 
 # ------------------------------------------------------------------------------------------ data
@@ -23,7 +31,7 @@ class SessionSettings:
     config; ``enabled`` False keeps the store but runs nothing; ``cache_dir`` overrides the cache
     directory; ``use_cache`` False traces everything once (``--no-cache``)."""
 
-    debounce_s: float = 0.3
+    debounce_s: float = DEFAULT_DEBOUNCE_S
     trace_on: str = "type"
     workers: int | None = None
     timeout: float | None = None

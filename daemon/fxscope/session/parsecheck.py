@@ -21,7 +21,7 @@ import ast
 import warnings
 from collections.abc import Sequence
 
-from fxscope.session.linemap import LineEdit, split_text
+from fxscope.session.linemap import LineEdit, split_text  # noqa: F401 - the module's examples use it
 
 __all__ = ["Spans", "reparse", "statement_spans"]
 

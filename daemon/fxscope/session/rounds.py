@@ -15,6 +15,7 @@ from fxscope.engine.results import TargetResult, drop_covered_skips
 from fxscope.errors import CheckError, WorkerStartError
 from fxscope.model import Report, Snapshot
 from fxscope.project.discovery import Discovery, Target
+from fxscope.project.files import is_under
 from fxscope.report.build import build_report
 from fxscope.session.data import ResultsEvent
 from fxscope.session.documents import DocumentStore
@@ -34,10 +35,6 @@ def _outcome(result: TargetResult) -> str:
     if status == "error":
         return "failed"
     return "errors" if status in ("failed", "partial") else "clean"
-
-
-def _under(file: str, rel: str) -> bool:
-    return rel in ("", ".") or file == rel or file.startswith(rel.rstrip("/") + "/")
 
 
 class Rounds:
@@ -201,8 +198,8 @@ class Rounds:
             results = [r for r in results if r.target.id in wanted]
         if paths is not None:
             rels = [self._host.rel(p) for p in paths]
-            results = [r for r in results if any(_under(r.target.file, rel) for rel in rels)]
-            errors = [e for e in errors if any(_under(e.file, rel) for rel in rels)]
+            results = [r for r in results if any(is_under(r.target.file, rel) for rel in rels)]
+            errors = [e for e in errors if any(is_under(e.file, rel) for rel in rels)]
         engine = self._host.engine
         torch_version = next((r.outcome.torch for r in results if r.outcome.torch), engine.torch_version)
         return build_report(str(self._host.root), torch_version, drop_covered_skips(results),

@@ -27,7 +27,8 @@ from fxscope.graphview.document import GraphDocument, build_document
 from fxscope.model import ClassSummary, Finding, GraphView, Location, NodeInfo, Snapshot
 from fxscope.model.outcome import ANALYSIS_FX
 from fxscope.project.discovery import FileError, Target
-from fxscope.report.build import file_error_finding, finding_order, merge_findings, target_findings
+from fxscope.report.build import file_error_finding, merge_findings, target_findings
+from fxscope.report.locations import sort_key
 from fxscope.report.causes import group_by_cause
 from fxscope.report.filters import is_suppressed
 from fxscope.report.locations import SourceCache, absolute_path
@@ -247,7 +248,7 @@ class ResultStore:
         if view is not None and key in view.held:
             raw = [f for f in raw if not (f.code == "FXS402" and f.primary.file == file)]
         source = SourceCache(self.root, view.texts if view is not None else snapshot.texts)
-        kept = tuple(group_by_cause(f for f in merge_findings(sorted(raw, key=finding_order))
+        kept = tuple(group_by_cause(f for f in merge_findings(sorted(raw, key=sort_key))
                                     if not is_suppressed(f, source)))
         digest = hash_json([f.to_json() for f in kept])[:16]
         out = FileFindings(Path(key), kept, version, snapshot.generation, digest,

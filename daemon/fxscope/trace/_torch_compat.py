@@ -110,7 +110,8 @@ def enable_dynamo_logs(artifacts: Iterable[str]) -> None:
     (``torch._logging.set_logs``, documented, in a private package)."""
     import torch._logging
 
-    torch._logging.set_logs(**{name: True for name in artifacts})
+    enabled: dict[str, Any] = {name: True for name in artifacts}
+    torch._logging.set_logs(**enabled)
 
 
 def artifact_loggers(artifacts: Iterable[str]) -> list[logging.Logger]:

@@ -63,7 +63,7 @@ def _target_str(node: Any) -> str:
         return t
     try:
         return qualified_name(t)
-    except Exception:
+    except Exception:  # noqa: BLE001 - anything fx records: its plain name when it has no qualified one
         return getattr(t, "__name__", repr(t))
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import sys
+import types
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
@@ -56,7 +57,7 @@ def record_assignments(sites: dict[tuple[int, str], SourceLocation],
     def recording_setattr(self: nn.Module, name: str, value: Any) -> None:
         original(self, name, value)
         if isinstance(value, (nn.Module, nn.Parameter)):
-            frame = sys._getframe(1)
+            frame: types.FrameType | None = sys._getframe(1)
             while frame is not None and classifier.kind(frame.f_code) == INTERNAL:
                 frame = frame.f_back
             if frame is not None:
@@ -224,7 +225,7 @@ def build_model(factory: Callable[[], Any], *, device: str = "meta",
             with record_assignments(sites, classifier), torch.device("meta"), _no_meta_init():
                 model, cargs, inputs = _unpack(factory())
             return BuiltModel(model, cargs, "meta", findings, sites, inputs)
-        except Exception as e:  # fall back to CPU
+        except Exception as e:  # noqa: BLE001 - fall back to CPU
             sites.clear()
             loc = _innermost_model_location(e, classifier)
             if loc is not None:

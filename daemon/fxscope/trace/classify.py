@@ -93,7 +93,7 @@ def bool_construct(frame: types.FrameType) -> str:
     """Which Python construct asked for the bool at ``frame``'s current instruction."""
     try:
         instructions = list(dis.get_instructions(frame.f_code))
-    except Exception:  # pragma: no cover - defensive
+    except Exception:  # noqa: BLE001  # pragma: no cover - defensive
         return "Python control flow"
     for i, ins in enumerate(instructions):
         if ins.offset == frame.f_lasti:
@@ -164,7 +164,7 @@ _RANGE_HINT = (
 def _calls_range(loc: SourceLocation) -> bool:
     """Whether the expression at ``loc`` is a call of ``range``."""
     text = snippet(loc, limit=200)
-    return bool(text) and re.match(r"range\s*\(", text) is not None
+    return text is not None and re.match(r"range\s*\(", text) is not None
 
 
 #: torch factories given traced sizes as separate arguments: `torch.ones(b, n)`, `torch.randn(b, n)`.

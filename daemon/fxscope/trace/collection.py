@@ -52,7 +52,7 @@ def _is_concrete(value: Any) -> bool:
     return value is None or isinstance(value, (bool, int, float, str, torch.dtype, torch.device))
 
 
-def _concrete_args_from_call(module: nn.Module, call: tuple[tuple, dict] | None) -> dict[str, Any]:
+def _concrete_args_from_call(module: nn.Module, call: tuple[tuple[Any, ...], dict[str, Any]] | None) -> dict[str, Any]:
     """Map the non-tensor arguments seen at ``module``'s call site to forward parameter names.
 
     A module never reached (its parent's forward stopped earlier) is traced as if called with
@@ -181,7 +181,7 @@ class GraphCollection:
         # (module, concrete args, traced with stand-in arguments: never called in any trace)
         queue: deque[tuple[nn.Module, dict[str, Any] | None, bool]] = deque([(model, concrete_args, False)])
         queued = {id(model)}
-        seen_calls: dict[int, tuple[tuple, dict]] = {}
+        seen_calls: dict[int, tuple[tuple[Any, ...], dict[str, Any]]] = {}
         anchors: dict[int, Any] = {}
         while queue:
             mod, cargs, stand_in = queue.popleft()
@@ -204,10 +204,10 @@ class GraphCollection:
                 for child in self._traceable_children(m, tracer):
                     if id(child) not in queued:
                         queued.add(id(child))
-                        call = seen_calls.get(id(child))
-                        queue.append((child, _concrete_args_from_call(child, call), call is None))
+                        first_call = seen_calls.get(id(child))
+                        queue.append((child, _concrete_args_from_call(child, first_call), first_call is None))
 
-    def _new_tracer(self, mod: nn.Module, prefix: str, anchor: Any, call: tuple[tuple, dict] | None,
+    def _new_tracer(self, mod: nn.Module, prefix: str, anchor: Any, call: tuple[tuple[Any, ...], dict[str, Any]] | None,
                     stand_in: bool = False) -> RobustTracer:
         """A RobustTracer, or with example inputs a ShapeAwareTracer (a child traced on its own
         gets the example values seen at its call site)."""
@@ -245,8 +245,9 @@ def _model_state_kept(model: nn.Module) -> Iterator[None]:
         yield
     finally:
         for m, attrs, params, buffers, modules in saved:
-            for table, kept in ((m._parameters, params), (m._buffers, buffers), (m._modules, modules),
-                                (m.__dict__, attrs)):
+            tables: tuple[tuple[dict[str, Any], dict[str, Any]], ...] = (
+                (m._parameters, params), (m._buffers, buffers), (m._modules, modules), (m.__dict__, attrs))
+            for table, kept in tables:
                 if not _same(table, kept):
                     table.clear()
                     table.update(kept)

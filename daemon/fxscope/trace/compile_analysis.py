@@ -105,7 +105,7 @@ def analyze_compile(model: nn.Module, inputs: Mapping[str, Any], concrete: Mappi
         if not found and report.batches[1] != report.batches[0]:
             try:
                 compiled(**larger)
-            except Exception:  # noqa: BLE001, S110 - the second call only tells the recompilations
+            except Exception:  # noqa: BLE001 - the second call only tells the recompilations
                 pass
     events = _merged_events(logs.breaks(first_call), first_graphs)
     for same in _by_place(events):
@@ -295,5 +295,5 @@ def _target(target: Any) -> str:
         return target
     try:
         return qualified_name(target)
-    except Exception:
+    except Exception:  # noqa: BLE001 - anything fx records: its plain name when it has no qualified one
         return getattr(target, "__name__", repr(target))

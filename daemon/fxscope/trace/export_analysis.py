@@ -80,7 +80,7 @@ def analyze_export(model: nn.Module, inputs: Mapping[str, Any], concrete: Mappin
     try:
         torch.export.export(model, (), kwargs, dynamic_shapes=shapes, strict=strict)
         return report
-    except Exception as e:
+    except Exception as e:  # noqa: BLE001 - torch.export may raise anything: that error is the finding
         report.exported = False
         error, located = _error_finding(e, classifier, fallback)
     found = [error]
@@ -88,7 +88,7 @@ def analyze_export(model: nn.Module, inputs: Mapping[str, Any], concrete: Mappin
     if draft and callable(draft_export):
         try:
             program = draft_export(model, (), kwargs, dynamic_shapes=shapes, strict=strict)
-        except Exception:
+        except Exception:  # noqa: BLE001 - draft_export failing adds nothing to that error
             program = None
         for finding in _draft_findings(draft_export_report(program), classifier, fallback):
             if not located and finding.code == error.code and found[0] is error:
@@ -211,7 +211,7 @@ def _draft_findings(report: Any, classifier: FrameClassifier, fallback: SourceLo
     """Findings for the failures of a ``draft_export`` report (None: no report)."""
     if report is None:
         return []
-    files = draft_export_filenames(report)
+    files: dict[Any, str] = draft_export_filenames(report)  # a file's number, or a name already
     out = []
     for failure in getattr(report, "failures", None) or ():
         kind = getattr(getattr(failure, "failure_type", None), "name", "")

@@ -14,6 +14,7 @@ The same problem seen in many module instances is one finding with many scopes:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from fxscope.model.codes import CODES
 from fxscope.trace.frames import SourceLocation
@@ -40,7 +41,7 @@ class Finding:
         """The code's severity."""
         return CODES[self.code].severity
 
-    def key(self) -> tuple:
+    def key(self) -> tuple[Any, ...]:
         """Identity for merging: the same code at the same range, reached from the same workspace
         anchor (library code called from two places of the workspace is two findings)."""
         loc = self.location
@@ -53,9 +54,9 @@ class Finding:
         if (path, type_name) not in self.scopes:
             self.scopes.append((path, type_name))
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         """A report-schema finding without ``target`` (absolute file paths)."""
-        out: dict = {"code": self.code, "severity": self.severity, "message": self.message}
+        out: dict[str, Any] = {"code": self.code, "severity": self.severity, "message": self.message}
         if self.hint:
             out["hint"] = self.hint
         out.update(self.location.to_json())
@@ -75,7 +76,7 @@ class FindingSet:
     """Findings merged by code and location, in first-seen order."""
 
     def __init__(self) -> None:
-        self._by_key: dict[tuple, Finding] = {}
+        self._by_key: dict[tuple[Any, ...], Finding] = {}
 
     def add(self, finding: Finding) -> Finding:
         """Add ``finding`` or merge its scopes into an equal one; returns the stored finding."""

@@ -18,7 +18,7 @@ import sys
 import sysconfig
 import types
 from dataclasses import dataclass
-from typing import Callable, Iterator
+from typing import Any, Callable, Iterator
 
 __all__ = [
     "SourceLocation",
@@ -49,9 +49,9 @@ class SourceLocation:
     end_column: int | None = None
     function: str | None = None
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         """The location as a report-schema dict (None fields omitted)."""
-        out: dict = {"file": self.file, "line": self.line}
+        out: dict[str, Any] = {"file": self.file, "line": self.line}
         for key in ("column", "end_line", "end_column"):
             value = getattr(self, key)
             if value is not None:
@@ -64,7 +64,7 @@ def _package_dir(name: str) -> str | None:
     single-file module such as ``typing_extensions`` (whose directory is site-packages)."""
     module = sys.modules.get(name)
     path = getattr(module, "__file__", None)
-    if not path:
+    if not isinstance(path, str) or not path:
         return None
     path = os.path.abspath(path)
     if os.path.splitext(os.path.basename(path))[0] != "__init__":
@@ -177,7 +177,7 @@ class FrameClassifier:
             frame = frame.f_back
 
 
-_positions_cache: dict[types.CodeType, list] = {}
+_positions_cache: dict[types.CodeType, list[Any]] = {}
 
 
 def char_column(filename: str, line: int, byte_col: int) -> int:

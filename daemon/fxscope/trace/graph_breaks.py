@@ -295,7 +295,7 @@ class DynamoLogCapture(logging.Handler):
             return
         try:
             message = record.getMessage()
-        except Exception:
+        except Exception:  # noqa: BLE001 - a record whose message cannot be formatted is skipped
             return
         exc = record.exc_info[1] if record.exc_info else None
         self.entries.append(LogEntry(artifact, message, exc))

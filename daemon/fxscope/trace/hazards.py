@@ -22,7 +22,7 @@ from __future__ import annotations
 import ast
 import inspect
 import textwrap
-from typing import Iterator
+from typing import Any, Iterator, cast
 
 import torch.nn as nn
 from torch.fx import Node
@@ -74,7 +74,7 @@ def _node_location(node: Node) -> SourceLocation | None:
 
 
 def _assignment_site(gc: GraphCollection, owner: nn.Module, name: str) -> SourceLocation | None:
-    site = gc.sites.get((id(owner), name)) if gc.sites else None
+    site: SourceLocation | None = gc.sites.get((id(owner), name)) if gc.sites else None
     if site is not None:
         return site
     try:  # not built by us: the class's `self.name =` line
@@ -260,7 +260,7 @@ def _none_guard(cls: type, attr: str) -> str | None:
     """The forward parameter (default None) whose ``is None`` test guards every call of
     ``self.<attr>`` in ``cls.forward`` (``if mask is None: x = self.head(x)``), or None."""
     try:
-        forward = inspect.unwrap(cls.forward)
+        forward = inspect.unwrap(cast(Any, cls).forward)
         source = textwrap.dedent(inspect.getsource(forward))
         tree = ast.parse(source)
         sig = inspect.signature(forward)
@@ -290,8 +290,8 @@ def _none_guard(cls: type, attr: str) -> str | None:
         if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == attr
                 and isinstance(node.func.value, ast.Name) and node.func.value.id == "self"):
             guards.add(guard)
-        for child in ast.iter_child_nodes(node):
-            visit(child, guard)
+        for inner in ast.iter_child_nodes(node):
+            visit(inner, guard)
 
     visit(tree, None)
     return next(iter(guards)) if len(guards) == 1 and None not in guards else None

@@ -41,7 +41,7 @@ class ReturnedValue:
     location: SourceLocation
 
 
-def call_watching_return(fn: Callable[..., Any], code: types.CodeType | None, args: tuple) -> ReturnedValue:
+def call_watching_return(fn: Callable[..., Any], code: types.CodeType | None, args: tuple[Any, ...]) -> ReturnedValue:
     """Call ``fn(*args)``, which runs ``code`` (the forward's own code, under any wrappers), and
     return its value with the location of the ``return`` statement that ended ``code``.
 
@@ -83,7 +83,7 @@ def call_watching_return(fn: Callable[..., Any], code: types.CodeType | None, ar
 def _static_return(code: types.CodeType | None, fn: Callable[..., Any]) -> SourceLocation:
     """The one ``return`` of ``code``, else its ``def`` line."""
     if code is None:
-        code = getattr(inspect.unwrap(fn), "__code__", None) or fn.__code__  # type: ignore[attr-defined]
+        code = getattr(inspect.unwrap(fn), "__code__", None) or fn.__code__
     returns = [ins for ins in dis.get_instructions(code)
                if ins.opname == "RETURN_VALUE" and ins.positions is not None and ins.positions.lineno]
     if len({ins.positions.lineno for ins in returns}) == 1:  # type: ignore[union-attr]

@@ -60,14 +60,13 @@ def unpack_count(code: types.CodeType, lasti: int) -> int | None:
     if i < 0:
         return None
     ins = instructions[i]
-    if ins.opname == "UNPACK_EX":
-        before, after = ins.arg & 0xFF, ins.arg >> 8
-        return before + after
+    if ins.opname == "UNPACK_EX" and ins.arg is not None:
+        return (ins.arg & 0xFF) + (ins.arg >> 8)
     if ins.opname != "LIST_EXTEND" or ins.arg != 1:
         return None
     # Elements before: the BUILD_LIST the display starts with (the iterated expression in
     # between must not build lists of its own).
-    before = None
+    before: int | None = None
     for j in range(i - 1, max(i - 32, -1), -1):
         op = instructions[j].opname
         if op == "BUILD_LIST":
@@ -85,7 +84,7 @@ def unpack_count(code: types.CodeType, lasti: int) -> int | None:
             after += 1
         elif op == "LIST_TO_TUPLE":
             following = instructions[j + 1] if j + 1 < len(instructions) else None
-            if following is not None and following.opname == "UNPACK_SEQUENCE":
+            if following is not None and following.opname == "UNPACK_SEQUENCE" and following.arg is not None:
                 n = following.arg - before - after
                 return n if n >= 0 else None
             return None
@@ -133,14 +132,14 @@ def skipping_asserts(skips: dict[types.CodeType, dict[int, int]]) -> Iterator[No
     if not skips:
         yield
         return
-    previous = sys.gettrace()
+    previous: Any = sys.gettrace()  # called with the events it gets
 
     def local(frame: types.FrameType, event: str, arg: Any) -> Any:
         if event == "line":
             target = skips[frame.f_code].get(frame.f_lineno)
             if target is not None:
                 try:
-                    frame.f_lineno = target
+                    frame.f_lineno = target  # type: ignore[misc]  # settable from a trace function
                 except ValueError:  # not a legal jump (e.g. out of a block): run the assert
                     pass
         return local

@@ -50,8 +50,9 @@ def _in_subscript(frame: types.FrameType) -> bool:
 def _proxy_len(self: Proxy) -> int:
     tracer = _tracer_of(self)
     if tracer is None or _in_subscript(sys._getframe(1)):
-        return _ORIGINAL["__len__"](self)
-    known = tracer.concrete_answer(self, "len", sys._getframe(1))
+        length: int = _ORIGINAL["__len__"](self)
+        return length
+    known: int | None = tracer.concrete_answer(self, "len", sys._getframe(1))
     if known is not None:
         return known
     tracer._report("FXS103", None, start=sys._getframe(1),

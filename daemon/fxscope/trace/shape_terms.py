@@ -56,8 +56,7 @@ def describe(arg: Any, depth: int = 0, named: list[str] | None = None) -> str:
     if not isinstance(arg, Node):
         if isinstance(arg, slice):
             parts = ["" if v is None else describe(v, depth + 1, named) for v in (arg.start, arg.stop)]
-            text = ":".join(parts)
-            return text + (f":{describe(arg.step, depth + 1, named)}" if arg.step is not None else "")
+            return ":".join(parts) + (f":{describe(arg.step, depth + 1, named)}" if arg.step is not None else "")
         if isinstance(arg, tuple):
             inner = ", ".join(describe(a, depth + 1, named) for a in arg)
             return "(" + inner + ("," if len(arg) == 1 else "") + ")"

@@ -32,7 +32,7 @@ import operator
 import sys
 import types
 from contextlib import contextmanager
-from typing import Any, Callable, Iterator, Mapping
+from typing import Any, Callable, Iterator, Mapping, cast
 
 import torch
 import torch.nn as nn
@@ -193,7 +193,7 @@ class ShapeAwareTracer(RobustTracer):
         with _index_hook(), _torch_patches(self):
             return super().trace(root, concrete_args)
 
-    def create_node(self, kind: str, target: Any, args: tuple, kwargs: dict,
+    def create_node(self, kind: str, target: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
                     name: str | None = None, type_expr: Any | None = None) -> Node:
         """Like :meth:`RobustTracer.create_node`; a ``get_attr`` node (parameters, buffers,
         tensor constants) gets its example value here, since fx creates some without a proxy."""
@@ -208,7 +208,7 @@ class ShapeAwareTracer(RobustTracer):
                 value: Any = self.root
                 for part in str(target).split("."):
                     value = getattr(value, part)
-            except Exception:
+            except Exception:  # noqa: BLE001 - an attribute that does not resolve on the meta device: no example value
                 value = None
             finally:
                 self._meta_depth -= 1
@@ -225,9 +225,9 @@ class ShapeAwareTracer(RobustTracer):
             meta[SHAPE_KEY] = tuple(int(d) for d in value.shape)
             meta[DTYPE_KEY] = short_dtype(value.dtype)
 
-    def create_proxy(self, kind: str, target: Any, args: tuple, kwargs: dict, name: str | None = None,
-                     type_expr: Any | None = None, proxy_factory_fn: Callable[[Node], Proxy] | None = None
-                     ) -> Proxy:
+    def create_proxy(self, kind: str, target: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
+                     name: str | None = None, type_expr: Any | None = None,
+                     proxy_factory_fn: Callable[[Node], Proxy] | None = None) -> Proxy:
         """Like fx, and computes the node's example value on the meta device."""
         proxy = super().create_proxy(kind, target, args, kwargs, name, type_expr, proxy_factory_fn)
         if kind != "get_attr":  # see create_node
@@ -236,7 +236,7 @@ class ShapeAwareTracer(RobustTracer):
                 self._set_value(proxy.node, value)
         return proxy
 
-    def _example_value(self, kind: str, target: Any, args: tuple, kwargs: dict) -> Any:
+    def _example_value(self, kind: str, target: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         if kind == "placeholder":
             return self.example_inputs.get(str(target).lstrip("*"), _UNKNOWN)
         if kind == "output":
@@ -244,12 +244,12 @@ class ShapeAwareTracer(RobustTracer):
         self._meta_depth += 1
         try:
             return self._run_on_meta(kind, target, args, kwargs)
-        except Exception:  # no meta kernel, value-dependent code, or a bug in the model
+        except Exception:  # noqa: BLE001 - no meta kernel, value-dependent code, or a bug in the model
             return _UNKNOWN
         finally:
             self._meta_depth -= 1
 
-    def _run_on_meta(self, kind: str, target: Any, args: tuple, kwargs: dict) -> Any:
+    def _run_on_meta(self, kind: str, target: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         convert = self._plain_args if target in _QUESTIONS else self._meta_args
         meta_args = convert(args)
         meta_kwargs = convert(kwargs)
@@ -279,14 +279,14 @@ class ShapeAwareTracer(RobustTracer):
     def _run_module(self, module: nn.Module, args: Any, kwargs: dict[str, Any]) -> Any:
         params = self._module_params.get(id(module), _UNKNOWN)
         if params is _UNKNOWN:
-            tensors = dict(module.named_parameters())
+            tensors: dict[str, torch.Tensor] = dict(module.named_parameters())
             tensors.update(module.named_buffers())
             on_meta = all(t.device == _META for t in tensors.values())
             params = self._module_params[id(module)] = (
                 None if on_meta else {k: _to_meta(t) for k, t in tensors.items()})
         if params is None:
             return module(*args, **kwargs)
-        return torch.func.functional_call(module, params, tuple(args), kwargs)
+        return torch.func.functional_call(module, cast(dict[str, torch.Tensor], params), tuple(args), kwargs)
 
     def _as_meta(self, value: Any) -> Any:
         if isinstance(value, torch.Tensor):
@@ -298,7 +298,8 @@ class ShapeAwareTracer(RobustTracer):
         return value
 
     # while computing example values, module calls and attribute reads run plainly
-    def call_module(self, m: nn.Module, forward: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
+    def call_module(self, m: nn.Module, forward: Callable[..., Any], args: tuple[Any, ...],
+                    kwargs: dict[str, Any]) -> Any:
         """Like :meth:`RobustTracer.call_module`; a plain call while computing example values."""
         if self._meta_depth:
             return forward(*args, **kwargs)
@@ -338,14 +339,15 @@ class ShapeAwareTracer(RobustTracer):
             return result
         return super().to_bool(obj)
 
-    def iter(self, obj: Proxy) -> Iterator:
+    def iter(self, obj: Proxy) -> Iterator[Any]:
         """Iteration over a value of known length is unrolled (FXS501)."""
         n = _length(self.example_value(obj))
         if n is None:
             return super().iter(obj)
         self._answered(obj, lambda loc: f"specialised on len({_subject(obj, loc, whole=True)}) == {n}",
                        _SIZE_HINT, sys._getframe(1))
-        return iter([obj[i] for i in range(n)])
+        items: Any = obj  # a Proxy records indexing (fx adds its operators at run time)
+        return iter([items[i] for i in range(n)])
 
     def concrete_answer(self, obj: Proxy, question: str, start: types.FrameType | None) -> Any:
         """``len``/``integer``/``float`` of a value with a known shape-derived answer (FXS501),
@@ -474,7 +476,7 @@ def _proxy_index(self: Proxy) -> int:
     TypeError too: the call then goes to ``__torch_function__`` and stays symbolic."""
     answer = getattr(self.tracer, "concrete_answer", None)
     start = sys._getframe(1)
-    known = None
+    known: int | None = None
     if answer is not None and not _asked_by_torch(start):
         known = answer(self, "integer", start)
     if known is None:
@@ -536,7 +538,7 @@ def _index_hook() -> Iterator[None]:
         yield
     finally:
         if original is None:
-            del Proxy.__index__
+            delattr(Proxy, "__index__")
         else:
             Proxy.__index__ = original  # type: ignore[attr-defined]
 
@@ -557,7 +559,7 @@ def _is_device(text: str) -> bool:
     return True
 
 
-def example_values_of_call(module: nn.Module, call: tuple[tuple, dict] | None) -> dict[str, Any]:
+def example_values_of_call(module: nn.Module, call: tuple[tuple[Any, ...], dict[str, Any]] | None) -> dict[str, Any]:
     """Example values of the traced arguments at ``module``'s call site, by forward parameter
     name (for tracing a child of a failed module on its own)."""
     if call is None:

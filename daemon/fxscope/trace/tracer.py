@@ -34,29 +34,22 @@ import os
 import sys
 import types
 import weakref
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, cast
 
 import torch
 import torch.nn as nn
 from torch.fx import Graph, Node, Proxy, Tracer
 
 from fxscope.model.codes import CODES
+from fxscope.trace.assembly import TYPE_NAMES, FindingAssembler, Layer, Site, type_name
 from fxscope.trace._torch_compat import (autowrap_function_ids, direct_parameters, pytree_out_spec, tree_unflatten,
                                          uses_pytree_codegen)
 from fxscope.trace.classify import bool_construct, classify_exception, is_numpy, quoted, subject
-from fxscope.trace.findings import Finding, FindingSet
+from fxscope.trace.findings import FindingSet
 from fxscope.trace.outputs import ReturnedValue, call_watching_return, unrecordable_output_hint, unrecordable_part
 from fxscope.trace.placeholders import assert_skip, is_consequence, skipping_asserts, unpack_count
 from fxscope.trace.proxy_hooks import proxy_hooks
-from fxscope.trace.frames import (
-    INTERNAL,
-    LIBRARY,
-    USER,
-    FrameClassifier,
-    SourceLocation,
-    frame_location,
-    traceback_location,
-)
+from fxscope.trace.frames import INTERNAL, USER, FrameClassifier, SourceLocation, frame_location
 
 __all__ = ["RobustTracer", "CONTAINER_TYPES", "type_name", "decorated_root_args", "has_forward",
            "class_location"]
@@ -74,27 +67,14 @@ _ASSERT_HINT = (
 
 #: file name -> whether it is numpy's (a traced value handed to numpy: FXS106).
 _NUMPY_FILES: dict[str, bool] = {}
-#: class -> qualified name (memoised: every node gets its scope's type name).
-_TYPE_NAMES: dict[type, str] = {}
-
-
-def type_name(obj: Any) -> str:
-    """Qualified class name of ``obj`` (or of the class itself)."""
-    cls = obj if isinstance(obj, type) else type(obj)
-    name = _TYPE_NAMES.get(cls)
-    if name is None:
-        name = _TYPE_NAMES[cls] = f"{cls.__module__}.{cls.__qualname__}"
-    return name
-
-
 class _hybridmethod:
     """A method bound to the class when called on the class, to the instance otherwise."""
 
-    def __init__(self, fn: Callable) -> None:
+    def __init__(self, fn: Callable[..., Any]) -> None:
         self.fn = fn
         self.__doc__ = fn.__doc__
 
-    def __get__(self, obj: Any, cls: type) -> Callable:
+    def __get__(self, obj: Any, cls: type) -> Callable[..., Any]:
         return types.MethodType(self.fn, cls if obj is None else obj)
 
 
@@ -164,17 +144,19 @@ class RobustTracer(Tracer):
         #: module traced on its own: where user code called it in the parent's trace).
         self.default_anchor = default_anchor
         self.classifier = classifier or FrameClassifier.shared(is_user_file)
+        #: Locates what this tracer reports and holds its findings (:attr:`findings`).
+        self.assembly = FindingAssembler(self.classifier, default_anchor=default_anchor,
+                                         wrapped=lambda: autowrap_function_ids(self))
         self._own_leaf_types: set[type] = set(leaf_types)
         self._own_leaf_instances: "weakref.WeakSet[nn.Module]" = weakref.WeakSet()
         self._failed: dict[int, str] = {}
         self._visited: set[int] = set()
-        self._library_forwards: dict[Callable, bool] = {}
         self._static_leaves: dict[int, bool] = {}
         self._reset_trace_state()
 
     # ------------------------------------------------------------------ leaves (modelopt API)
     @staticmethod
-    def _leaf_registry(self_or_cls: Any, m: nn.Module | type) -> Any:
+    def _leaf_registry(self_or_cls: type[RobustTracer] | RobustTracer, m: nn.Module | type) -> Any:
         """The set a class or instance leaf goes in: class-wide, or this tracer's own."""
         if isinstance(self_or_cls, type):
             return self_or_cls._leaves if isinstance(m, type) else self_or_cls._leaf_instances
@@ -244,7 +226,7 @@ class RobustTracer(Tracer):
     # ------------------------------------------------------------------ state
     def _reset_trace_state(self) -> None:
         self._static_leaves = {}
-        self.findings = FindingSet()
+        self.assembly.reset()
         #: Full paths of modules in the order their forward was first entered (FSDP exec order).
         self.forward_order: list[str] = []
         self._param_order: list[str] = []
@@ -258,13 +240,12 @@ class RobustTracer(Tracer):
         #: Full paths whose forward was cut short by an exception.
         self.aborted: set[str] = set()
         #: id(module) -> (args, kwargs) of its first explored (non-leaf) call.
-        self.call_args: dict[int, tuple[tuple, dict]] = {}
+        self.call_args: dict[int, tuple[tuple[Any, ...], dict[str, Any]]] = {}
         #: id(module) -> innermost user location calling it, for modules whose code is not the user's.
         self.call_anchors: dict[int, SourceLocation | None] = {}
         self._calls: list[_ModuleCall] = []
         self._param_cache: dict[str, Proxy] | None = None
-        self._site_visits: dict[tuple, int] = {}
-        self._loc_codes: dict[tuple, str] = {}
+        self._site_visits: dict[tuple[Any, ...], int] = {}
         self._sources: dict[tuple[int, int], tuple[tuple[str, int], tuple[types.CodeType, int]]] = {}
         self._leaf_caller: types.FrameType | None = None
         self._entry_frame: types.FrameType | None = None
@@ -279,14 +260,19 @@ class RobustTracer(Tracer):
         #: Frames in which to_bool picked a branch, with the sites it picked (last one last): a
         #: ``raise`` statement reached there is the model's own check on a branch plain fx never
         #: takes, not a finding.
-        self._guesses: dict[types.FrameType, list[tuple]] = {}
+        self._guesses: dict[types.FrameType, list[tuple[Any, ...]]] = {}
         #: to_bool sites whose branch choice is inverted (their first pick reached a ``raise``).
-        self._flipped: set[tuple] = set()
+        self._flipped: set[tuple[Any, ...]] = set()
         #: {code: {assert line: next line}}: asserts that failed only on placeholders.
         self._skips: dict[types.CodeType, dict[int, int]] = {}
         self._retry = False
         #: What the root's forward returned (None until it returns): fx records it as the output.
         self._returned: ReturnedValue | None = None
+
+    @property
+    def findings(self) -> FindingSet:
+        """The findings of the last trace (one per expression)."""
+        return self.assembly.findings
 
     @property
     def param_order(self) -> list[str]:
@@ -350,7 +336,7 @@ class RobustTracer(Tracer):
                 try:
                     with proxy_hooks(), skipping_asserts(self._skips):
                         if leaf_root:
-                            graph = self._trace_leaf_root(root, concrete_args)
+                            graph = self._trace_leaf_root(cast(nn.Module, root), concrete_args)
                         else:
                             graph = super().trace(root, concrete_args)
                 except Exception as e:  # the root's own forward raised, or fx could not record its output
@@ -377,7 +363,7 @@ class RobustTracer(Tracer):
             self._guesses.clear()
             self._returned = None
         if root_call is not None and root_call.failed:
-            self.record_call_module(root, root_call.message or "failed")
+            self.record_call_module(root_call.module, root_call.message or "failed")
             self.completed.clear()
             self.graph = Graph(tracer_cls=type(self))
             return self.graph
@@ -401,7 +387,7 @@ class RobustTracer(Tracer):
             hint = ("Check a module that has a `forward`: give this class one, or point the target at the "
                     "model that uses it (a factory returning that model). A container (`nn.ModuleList`, "
                     "`nn.ModuleDict`) or a state holder (a key/value cache) is not traced on its own.")
-            self._add_finding("FXS107", message, loc, anchor, [], hint, call)
+            self._add_finding("FXS107", message, Site(loc, anchor, (), hint), call)
         self.record_call_module(root, f"FXS107: {message}")
         self.aborted.add(self.full_path(""))  # nothing ran: its submodules' usage is unknown
         self.completed.clear()
@@ -409,7 +395,7 @@ class RobustTracer(Tracer):
         return self.graph
 
     def create_args_for_root(self, root_fn: Callable[..., Any], is_module: bool,
-                             concrete_args: dict[str, Any] | tuple | None = None) -> tuple[Any, list[Any]]:
+                             concrete_args: dict[str, Any] | tuple[Any, ...] | None = None) -> tuple[Any, list[Any]]:
         """Like fx, except for a decorated forward (see :func:`decorated_root_args`); a module's
         forward is called through :func:`~fxscope.trace.outputs.call_watching_return`, so an output
         fx cannot record is reported at the ``return`` that produced it."""
@@ -437,7 +423,8 @@ class RobustTracer(Tracer):
         self.completed.append((self.full_path(""), "leaf"))
         return self.graph
 
-    def call_module(self, m: nn.Module, forward: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
+    def call_module(self, m: nn.Module, forward: Callable[..., Any], args: tuple[Any, ...],
+                    kwargs: dict[str, Any]) -> Any:
         """Explore ``m``'s forward; on an error finding in it, replace it by a leaf node."""
         # Hot path (every module call): bookkeeping inlined.
         path = self.path_of_module(m)
@@ -483,7 +470,7 @@ class RobustTracer(Tracer):
                             ret = super().call_module(m, forward, args, kwargs)
                     else:
                         ret = super().call_module(m, forward, args, kwargs)
-                except Exception as e:
+                except Exception as e:  # noqa: BLE001 - what the forward raises is what is reported
                     self._restore_module_stack(depth)
                     self._record_exception(e, call)
                     if self._retry and attempt < self._MAX_RETRIES:
@@ -521,7 +508,7 @@ class RobustTracer(Tracer):
         for key in [k for k in self._site_visits if k[0] in owners]:
             del self._site_visits[key]
 
-    def _leaf_call(self, m: nn.Module, forward: Callable[..., Any], args: tuple, kwargs: dict
+    def _leaf_call(self, m: nn.Module, forward: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
                    ) -> tuple[Any, Exception | None]:
         """One ``call_module`` node for ``m``; the error instead when fx cannot record it."""
         depth = len(self.module_stack)
@@ -586,7 +573,8 @@ class RobustTracer(Tracer):
         loc = returned.location
         code = getattr(forward, "__code__", None)
         anchor = None if code is not None and self.classifier.kind(code) == USER else self.default_anchor
-        self._add_finding("FXS107", message, loc, anchor, [], unrecordable_output_hint(shown, takes_use_cache), call)
+        self._add_finding("FXS107", message, Site(loc, anchor, (), unrecordable_output_hint(shown, takes_use_cache)),
+                          call)
 
     def _recordable(self, leaf: Any) -> bool:
         """Whether fx can record ``leaf`` (not a tuple, list or dict) as part of a graph output."""
@@ -595,16 +583,16 @@ class RobustTracer(Tracer):
             return True
         try:
             self.create_arg(leaf)  # the root failed: whatever this adds to its graph is discarded
-        except Exception:
+        except Exception:  # noqa: BLE001 - whatever fx cannot record
             return False
         return True
 
     def _user_anchor(self, m: nn.Module) -> SourceLocation | None:
         """For a module whose forward is not user code, where user code called into it (the
         innermost user frame), inherited from the tracer when there is none."""
-        if not self._is_library_forward(m):  # user code, or torch's own modules (never traced alone)
+        if not self.assembly.is_library_forward(m):  # user code, or torch's own modules (never traced alone)
             return None
-        frame = sys._getframe(2)
+        frame: types.FrameType | None = sys._getframe(2)
         kind_of = self.classifier.kind
         while frame is not None and frame is not self._entry_frame:
             if kind_of(frame.f_code) == USER:
@@ -625,7 +613,7 @@ class RobustTracer(Tracer):
                 self._used_params.add(id(attr_val))
         return ret
 
-    def create_node(self, kind: str, target: Any, args: tuple, kwargs: dict,
+    def create_node(self, kind: str, target: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
                     name: str | None = None, type_expr: Any | None = None) -> Node:
         """Like fx, and annotates the node with its module scope and source line."""
         node = super().create_node(kind, target, args, kwargs, name, type_expr)
@@ -638,7 +626,7 @@ class RobustTracer(Tracer):
         if module_type is None and isinstance(self.root, nn.Module):
             module_type = type(self.root)
         if module_type is not None:
-            meta["fxscope_scope_type"] = _TYPE_NAMES.get(module_type) or type_name(module_type)
+            meta["fxscope_scope_type"] = TYPE_NAMES.get(module_type) or type_name(module_type)
         if kind == "call_module" and self._calls:
             # The scope of a leaf call is the leaf itself; findings about the calling line
             # belong to the module whose forward contains it.
@@ -668,9 +656,10 @@ class RobustTracer(Tracer):
                 meta["fxscope_source"], meta["fxscope_pos"] = entry
                 break
             if check_numpy and not foreign:
-                foreign = _NUMPY_FILES.get(filename)
-                if foreign is None:
-                    foreign = _NUMPY_FILES[filename] = is_numpy(filename)
+                numpy_file = _NUMPY_FILES.get(filename)
+                if numpy_file is None:
+                    numpy_file = _NUMPY_FILES[filename] = is_numpy(filename)
+                foreign = numpy_file
             frame = frame.f_back
         # `.item()`, `.tolist()` and `.numpy()` on a traced value are recorded as call_method
         # nodes and the traced module computes what the model does: no finding (what uses their
@@ -720,7 +709,7 @@ class RobustTracer(Tracer):
         and say so; False reports FXS105. Only shape-aware tracers proxy such tensors (buffers)."""
         return False
 
-    def iter(self, obj: Proxy) -> Iterator:
+    def iter(self, obj: Proxy) -> Iterator[Any]:
         """Record FXS102 and iterate over a placeholder: as many elements as an unpacking of the
         result needs (``b, n, h = *x.shape, heads``), else one."""
         caller = self._offending_frame(sys._getframe(1))  # the model line that iterates
@@ -733,7 +722,8 @@ class RobustTracer(Tracer):
             placeholder=True,
         )
         count = unpack_count(caller.f_code, caller.f_lasti) if caller is not None else None
-        return iter([obj[i] for i in range(1 if count is None else count)])
+        items: Any = obj  # a Proxy records indexing (fx adds its operators at run time)
+        return iter([items[i] for i in range(1 if count is None else count)])
 
     def keys(self, obj: Proxy) -> Any:
         """Record FXS102 for ``**x`` on a traced value.
@@ -755,6 +745,11 @@ class RobustTracer(Tracer):
             return frame
         return None
 
+    def _layer(self) -> Layer:
+        """The module whose forward is being explored (for the hints of a finding)."""
+        module = self._calls[-1].module if self._calls else None
+        return Layer(module, module is not None and module is getattr(self, "root", None) and not self.prefix)
+
     def _report(
         self,
         code: str,
@@ -768,7 +763,7 @@ class RobustTracer(Tracer):
         """Record a finding located at the first model frame from ``start`` outwards.
         ``placeholder``: the caller goes on with a placeholder value (a consequence of it in
         these frames is not a finding)."""
-        frames = list(self.classifier.model_frames(start, self._entry_frame))
+        frames = self.assembly.model_frames(start, self._entry_frame)
         if placeholder:
             self._placeholder_frames.update(frames)
         if not frames:
@@ -777,98 +772,18 @@ class RobustTracer(Tracer):
                 call.failed = True
                 call.message = call.message or f"{code}: {message or CODES[code].title}"
             return None
-        loc = frame_location(frames[0])
-        anchor = None
-        if self.classifier.kind(frames[0].f_code) != USER:
-            kinds = [self.classifier.kind(f.f_code) for f in frames]
-            u = kinds.index(USER) if USER in kinds else None
-            anchor = frame_location(frames[u]) if u is not None else self.default_anchor
-            hint = hint or self._library_hint(frames[u - 1] if u else None)
-        related = [frame_location(f) for f in reversed(frames[1:9])]
-        self._add_finding(code, message or (message_fn(loc) if message_fn else code), loc, anchor, related, hint)
-        return loc
+        site = self.assembly.at_frames(frames, self._layer(), hint)
+        self._add_finding(code, message or (message_fn(site.location) if message_fn else code), site)
+        return site.location
 
-    def _add_finding(self, code: str, message: str, loc: SourceLocation, anchor: SourceLocation | None,
-                     related: list[SourceLocation], hint: str | None, call: _ModuleCall | None = None) -> None:
+    def _add_finding(self, code: str, message: str, site: Site, call: _ModuleCall | None = None) -> None:
+        """The finding at ``site`` fails the forward being explored (``call``, default: the innermost)."""
         call = call or (self._calls[-1] if self._calls else None)
-        scopes = []
         if call is not None:
-            scopes.append(call.scope)
             call.failed = True
             if call.message is None:
                 call.message = f"{code}: {message}"
-        # One expression, one finding: `list(x)` asks for iter() and then len(), `f(*x.shape)`
-        # iterates and then passes the placeholder on; the first problem explains the rest.
-        # Code inside a library reached from two places of the workspace is two findings.
-        key = (loc.file, loc.line, loc.column, loc.end_line, loc.end_column, anchor)
-        first = self._loc_codes.setdefault(key, code)
-        if first != code:
-            return
-        self.findings.add(Finding(code, message, loc, hint, anchor, related, scopes))
-
-    def _library_hint(self, library_frame: types.FrameType | None) -> str | None:
-        """The fix for a failure inside an installed library: the library layer being explored
-        as a leaf, or, for a library function called from workspace code (``library_frame``,
-        the outermost library frame), that function wrapped. None when neither applies."""
-        call = self._calls[-1] if self._calls else None
-        module = call.module if call is not None else None
-        if module is not None and self._is_library_forward(module) and (
-                self.prefix or module is not self.root):
-            name = type_name(module)
-            return (f"This code is in an installed library, inside the layer `{type(module).__name__}`: keep "
-                    f"it one opaque `call_module` node with `leaf-modules = [\"{name}\"]` in [tool.fxscope] "
-                    "(with plain torch.fx: a Tracer whose `is_leaf_module` returns True for it).")
-        if library_frame is None:
-            return None
-        wrapped = _library_function(library_frame)
-        if wrapped is None:
-            return None
-        module_name, name = wrapped
-        if id(library_frame.f_globals.get(name)) in autowrap_function_ids(self):
-            return self._unapplied_wrap_hint(name, library_frame.f_back, module)
-        return (f"This code is in an installed library: `{name}` is traced into. Record each call of it as "
-                f"one node with `wrap-functions = [\"{module_name}:{name}\"]` in [tool.fxscope] (with plain "
-                f"torch.fx: `torch.fx.wrap(\"{name}\")` at module level of the file that imports it, or "
-                f"`autowrap_functions=({name},)` on the Tracer).")
-
-    def _unapplied_wrap_hint(self, name: str, caller: types.FrameType | None, module: nn.Module | None) -> str:
-        """Why a function listed in ``wrap-functions`` was traced into all the same, and what
-        works: fx replaces it only in the module globals of each ``forward`` it calls (and the
-        root's), which are not those of the calling code when the forward is decorated by a
-        wrapper from another module (``@autocast(...)``) or the call is in a helper elsewhere."""
-        where = "the calling file"
-        if caller is not None:
-            file = os.path.basename(caller.f_code.co_filename)
-            where = f"`{file}`"
-        cls = type(module) if module is not None else None
-        forward = getattr(cls, "forward", None) if cls is not None else None
-        forward_globals = getattr(forward, "__globals__", None)
-        caller_globals = caller.f_globals if caller is not None else None
-        if cls is not None and forward is not None and inspect.unwrap(forward) is not forward \
-                and forward_globals is not caller_globals:
-            decorator = (forward_globals or {}).get("__name__", "another module")
-            why = (f"`{cls.__qualname__}.forward` is decorated by a wrapper from `{decorator}`, so the "
-                   f"globals torch.fx patches are that module's, not those of {where}, where `{name}` is called")
-        else:
-            function = caller.f_code.co_name if caller is not None else "a helper"
-            why = (f"`{name}` is called from `{function}` in {where}, whose module globals are not those of "
-                   "the `forward` that torch.fx patches")
-        fixes = [(f"call `torch.fx.wrap(\"{name}\")` at module level of {where} (after the import), which "
-                  "records every call of it there as one node")]
-        if cls is not None and not (module is self.root and not self.prefix):  # never the target itself
-            fixes.insert(0, f"keep the layer opaque with `leaf-modules = [\"{type_name(cls)}\"]` in [tool.fxscope]")
-        return (f"`{name}` is listed in `wrap-functions`, but that did not apply here: torch.fx replaces a "
-                f"wrapped function only in the module globals of each `forward` it traces, and {why}. "
-                f"What works: {', or '.join(fixes)}.")
-
-    def _is_library_forward(self, m: nn.Module) -> bool:
-        forward = type(m).forward
-        library = self._library_forwards.get(forward)
-        if library is None:
-            code = getattr(inspect.unwrap(forward), "__code__", None)
-            library = code is not None and self.classifier.kind(code) == LIBRARY
-            self._library_forwards[forward] = library
-        return library
+        self.assembly.add(code, message, site, call.scope if call is not None else None)
 
     def _record_exception(self, e: BaseException, call: _ModuleCall) -> None:
         """Record an exception that ended ``call``'s forward, at the innermost model frame.
@@ -881,59 +796,22 @@ class RobustTracer(Tracer):
         if getattr(e, "_fxscope_reported", False):
             call.failed = True
             return
-        tb_entries = []
-        tb = e.__traceback__
-        numpy_involved = False
-        while tb is not None:
-            code = tb.tb_frame.f_code
-            if self.classifier.kind(code) != INTERNAL:
-                tb_entries.append(tb)
-            elif is_numpy(code.co_filename):
-                numpy_involved = True
-            tb = tb.tb_next
+        tb_entries, numpy_involved = self.assembly.model_traceback(e)
         if tb_entries and (self._placeholder_consequence(e, tb_entries[-1])
                            or self._guessed_raise(tb_entries)):
             call.failed = True
             call.message = call.message or f"{type(e).__name__}: {e}"
             return
-        hint = None
-        if not tb_entries:
-            # Raised directly by the tracer machinery for this call: locate at the caller.
-            outer = list(self.classifier.model_frames(sys._getframe(1), self._entry_frame))
-            if not outer:
-                call.failed = True
-                call.message = call.message or f"{type(e).__name__}: {e}"
-                return
-            locs = [frame_location(f) for f in outer]
-            loc, related = locs[0], list(reversed(locs[1:9]))
-            frame = outer[0]
-            anchor = None
-            if self.classifier.kind(outer[0].f_code) != USER:
-                kinds = [self.classifier.kind(f.f_code) for f in outer]
-                u = kinds.index(USER) if USER in kinds else None
-                anchor = frame_location(outer[u]) if u is not None else self.default_anchor
-                hint = self._library_hint(outer[u - 1] if u else None)
-        else:
-            locs_inner = [traceback_location(t) for t in tb_entries]  # outermost first
-            outer = [frame_location(f) for f in self.classifier.model_frames(sys._getframe(1), self._entry_frame)]
-            chain = list(reversed(outer)) + locs_inner
-            loc = chain[-1]
-            related = chain[:-1][-8:]
-            frame = tb_entries[-1].tb_frame
-            anchor = None
-            if self.classifier.kind(frame.f_code) != USER:
-                kinds = [self.classifier.kind(t.tb_frame.f_code) for t in tb_entries]
-                users = [i for i, k in enumerate(kinds) if k == USER]
-                library_frame = None
-                if users:
-                    anchor = traceback_location(tb_entries[users[-1]])
-                    library_frame = tb_entries[users[-1] + 1].tb_frame
-                else:
-                    user_frames = [f for f in self.classifier.model_frames(sys._getframe(1), self._entry_frame)
-                                   if self.classifier.kind(f.f_code) == USER]
-                    anchor = frame_location(user_frames[0]) if user_frames else self.default_anchor
-                    library_frame = tb_entries[0].tb_frame if user_frames else None
-                hint = self._library_hint(library_frame)
+        outer = self.assembly.model_frames(sys._getframe(1), self._entry_frame)
+        if not tb_entries and not outer:  # raised by the tracer machinery, with no model frame to blame
+            call.failed = True
+            call.message = call.message or f"{type(e).__name__}: {e}"
+            return
+        # Without a model frame in its traceback, it was raised by the tracer machinery for this
+        # call: located at the caller.
+        site = (self.assembly.at_traceback(tb_entries, outer, self._layer()) if tb_entries
+                else self.assembly.at_frames(outer, self._layer()))
+        loc, frame = site.location, site.frame
         code, message, own_hint = classify_exception(e, numpy_involved, loc, frame)
         if self.stand_in and code == "FXS107" and (isinstance(e, AssertionError) or "NoneType" in str(e)):
             # Traced with stand-in arguments (the parent failed before calling it): an assert or a
@@ -941,7 +819,7 @@ class RobustTracer(Tracer):
             call.failed = True
             call.message = call.message or f"{type(e).__name__}: {e}"
             return
-        self._add_finding(code, message, loc, anchor, related, own_hint or hint, call)
+        self._add_finding(code, message, Site(loc, site.anchor, site.related, own_hint or site.hint, frame), call)
 
     def _guessed_raise(self, tb_entries: list[types.TracebackType]) -> bool:
         """Whether the exception comes from a ``raise`` statement of the model (its own argument
@@ -1046,7 +924,7 @@ def class_location(cls: type) -> SourceLocation | None:
 
 def decorated_root_args(tracer: Tracer, create_args: Callable[..., tuple[Any, list[Any]]],
                         root_fn: Callable[..., Any], is_module: bool,
-                        concrete_args: dict[str, Any] | tuple | None = None) -> tuple[Any, list[Any]]:
+                        concrete_args: dict[str, Any] | tuple[Any, ...] | None = None) -> tuple[Any, list[Any]]:
     """``create_args_for_root`` for ``tracer`` (fx's own is ``create_args``), fixed for a decorated
     forward (``functools.wraps``) whose wrapper takes ``*args, **kwargs`` while the inner forward
     has keyword-only or variadic parameters: fx rewrites the *wrapper's* code object to the inner
@@ -1076,21 +954,6 @@ def decorated_root_args(tracer: Tracer, create_args: Callable[..., tuple[Any, li
 
     call_wrapper.__wrapped__ = inner  # type: ignore[attr-defined]
     return call_wrapper, args
-
-
-def _library_function(frame: types.FrameType) -> tuple[str, str] | None:
-    """(importable module, name) of the module-level function ``frame`` runs, preferring the
-    package's top-level name when it exports the same function (``einops:rearrange``)."""
-    code = frame.f_code
-    globals_ = frame.f_globals
-    fn = globals_.get(code.co_name)
-    if fn is None or getattr(inspect.unwrap(fn), "__code__", None) is not code:
-        return None
-    module_name = globals_.get("__name__") or ""
-    top = module_name.partition(".")[0]
-    if top and getattr(sys.modules.get(top), code.co_name, None) is fn:
-        module_name = top
-    return (module_name, code.co_name) if module_name else None
 
 
 def _unrecorded_call(path: str) -> Any:
