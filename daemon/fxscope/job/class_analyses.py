@@ -55,7 +55,6 @@ def run_class_analyses(cls: Any, analyses: list[Analysis], report: dict[str, Any
     ``inputs`` they ran on; or with the FXS409 finding when no candidate ran eagerly. They stop
     at :data:`_BUDGET` of the job's timeout (a warning; what finished is kept)."""
     context = state.context
-    target = context.job.target
     names = " and ".join(a.name for a in analyses)
     timeout = context.job.timeout
     left = None if not timeout else timeout * _BUDGET - (time.monotonic() - state.started)
