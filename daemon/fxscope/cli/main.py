@@ -38,6 +38,17 @@ def _shard(text: str) -> tuple[int, int]:
     return i, n
 
 
+def _analyses(text: str) -> tuple[str, ...]:
+    from fxscope.project.config import ANALYSES
+
+    names = tuple(n.strip() for n in text.split(",") if n.strip())
+    unknown = [n for n in names if n not in ANALYSES]
+    if not names or unknown or len(set(names)) != len(names):
+        raise argparse.ArgumentTypeError(f"expected a comma-separated list of {', '.join(ANALYSES)} (each once), "
+                                         f"got {text!r}")
+    return names
+
+
 def _codes(text: str) -> list[str]:
     return [c.strip() for c in text.split(",") if c.strip()]
 
@@ -82,6 +93,9 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--baseline", type=Path, help="report only findings not in this baseline file")
     check.add_argument("--update-baseline", action="store_true", help="write today's findings to --baseline and exit 0")
     check.add_argument("--shard", type=_shard, help="check only shard I of N (deterministic split of targets)")
+    check.add_argument("--analyses", type=_analyses, metavar="A,B",
+                       help="the workspace's analyses for this check: fx, compile, export (as `analyses` in "
+                            "[tool.fxscope]; classes get inferred example inputs for compile and export)")
     check.add_argument("--graphs", action="store_true", help="include every FX graph in --format json")
     check.add_argument("--color", choices=("auto", "always", "never"), default="auto")
     check.add_argument("--daemon", action="store_true", help="ask the warm background daemon (starts it if needed)")
@@ -146,6 +160,11 @@ def _load_config(root: Path, args: argparse.Namespace | None = None) -> Config:
             raise UsageError("--no-sandbox does not reach the background daemon: set `sandbox = false` in "
                              "[tool.fxscope], or check without --daemon")
         config = dataclasses.replace(config, sandbox=False)
+    if args is not None and getattr(args, "analyses", None):
+        if getattr(args, "daemon", False):
+            raise UsageError("--analyses does not reach the background daemon: set `analyses` in [tool.fxscope], "
+                             "or check without --daemon")
+        config = dataclasses.replace(config, analyses=args.analyses)
     return config
 
 
