@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import argparse
 import os
+import re
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
@@ -39,11 +40,12 @@ def _shard(text: str) -> tuple[int, int]:
 
 
 def _analyses(text: str) -> tuple[str, ...]:
+    """Analysis names, each once (which names exist is checked with the configuration: its
+    ``plugins`` may register more)."""
     from fxscope.project.config import ANALYSES
 
     names = tuple(n.strip() for n in text.split(",") if n.strip())
-    unknown = [n for n in names if n not in ANALYSES]
-    if not names or unknown or len(set(names)) != len(names):
+    if not names or not all(re.fullmatch(r"[a-z][a-z0-9_-]*", n) for n in names) or len(set(names)) != len(names):
         raise argparse.ArgumentTypeError(f"expected a comma-separated list of {', '.join(ANALYSES)} (each once), "
                                          f"got {text!r}")
     return names
@@ -164,6 +166,12 @@ def _load_config(root: Path, args: argparse.Namespace | None = None) -> Config:
         if getattr(args, "daemon", False):
             raise UsageError("--analyses does not reach the background daemon: set `analyses` in [tool.fxscope], "
                              "or check without --daemon")
+        from fxscope.project.config import ANALYSES
+
+        unknown = [n for n in args.analyses if n not in ANALYSES]
+        if unknown and not config.plugins:
+            raise UsageError(f"--analyses: {unknown[0]!r} is not one of {', '.join(ANALYSES)} (a plug-in in "
+                             f"`plugins` of [tool.fxscope] may register more)")
         config = dataclasses.replace(config, analyses=args.analyses)
     return config
 
