@@ -239,6 +239,8 @@ def test_inferred_inputs_are_read_strictly() -> None:
     outcome = TargetOutcome.from_json(good, target="t")
     assert outcome.inputs is not None and outcome.inputs.describe() == "inputs (2, 3, 8, 8) as in tests/test_models.py:14"
     assert TargetOutcome.from_json(outcome.to_json(), target="t") == outcome
+    in_cell = TargetOutcome.from_json(with_(body(), inputs={**INPUTS, "file": "demo.ipynb", "line": 2, "cell": 3}))
+    assert in_cell.inputs is not None and in_cell.inputs.provenance() == "as in demo.ipynb:cell 3:2"
     structure = {"specs": {"idx": {"shape": [2, 12], "dtype": "int64"}}, "kind": "structure", "text": "its first layer"}
     assert payload_problem(with_(body(), inputs=structure)) is None
     for bad, problem in [
@@ -251,6 +253,7 @@ def test_inferred_inputs_are_read_strictly() -> None:
         ({**INPUTS, "line": "14"}, "inputs: 'line' is not a line number"),
         ({**INPUTS, "line": 0}, "inputs: 'line' is not a line number"),
         ({**INPUTS, "text": 3}, "inputs: 'text' is a int"),
+        ({**INPUTS, "cell": 0}, "inputs: 'cell' is not a positive integer"),
         ({**INPUTS, "specs": {"x": {"shape": [2, -1]}}}, "inputs.specs.x: 'shape' is not a list of sizes and names"),
         ({**INPUTS, "specs": {"x": {"shape": [2, True]}}}, "inputs.specs.x: 'shape' is not a list of sizes and names"),
         ({**INPUTS, "specs": {"x": {"shape": [2], "dtype": 5}}}, "inputs.specs.x: 'dtype' is a int"),

@@ -174,4 +174,4 @@ class InferredInputs:
         line = opt_position(data, "line", where) if file else count(data, "line", where)
         return cls(tuple((k, TensorShape.from_json(v, f"{where}.specs.{k}")) for k, v in specs.items()), kind,
                    file, line or 0, opt(data, "text", str, where) or "",
-                   None if data.get("cell") is None else count(data, "cell", where))
+                   opt_position(data, "cell", where))
