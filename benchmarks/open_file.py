@@ -23,6 +23,7 @@ and torchvision), else every class is an FXS402 and the figures measure import e
 titles printed say which.
 
     python benchmarks/open_file.py REPO [--file vit_pytorch/vit.py] [--edits 3] [--skip-check]
+        [--analyses fx,compile,export]
 """
 
 from __future__ import annotations
@@ -57,9 +58,19 @@ def env() -> dict[str, str]:
     return e
 
 
+#: ``--analyses``: the workspace's analyses written into each copy (empty: the copy as it is).
+ANALYSES: list[str] = []
+
+
 def copy_repo(repo: Path, dest: Path) -> Path:
-    """A copy of ``repo`` without its VCS data or any fxscope cache."""
+    """A copy of ``repo`` without its VCS data or any fxscope cache (with ``[tool.fxscope]
+    analyses`` when ``--analyses`` asks for them and the repository configures no fxscope)."""
     shutil.copytree(repo, dest, ignore=shutil.ignore_patterns(".git", ".fxscope_cache", "__pycache__"))
+    pyproject = dest / "pyproject.toml"
+    text = pyproject.read_text(encoding="utf-8") if pyproject.exists() else ""
+    if ANALYSES and "[tool.fxscope" not in text:
+        names = ", ".join(f'"{a}"' for a in ANALYSES)
+        pyproject.write_text(f"{text}\n[tool.fxscope]\nanalyses = [{names}]\n", encoding="utf-8")
     return dest
 
 
@@ -249,7 +260,11 @@ def main() -> None:
     parser.add_argument("--timeout", type=float, default=3600.0, help="seconds allowed per step")
     parser.add_argument("--skip-check", action="store_true", help="do not run the cold whole-repository check")
     parser.add_argument("--verbose", action="store_true", help="print the server's log and the lenses as they come")
+    parser.add_argument("--analyses", default="",
+                        help="comma-separated analyses written into the copies' [tool.fxscope] (fx,compile,export: "
+                             "classes get inferred inputs)")
     args = parser.parse_args()
+    ANALYSES[:] = [a for a in args.analyses.split(",") if a]
     repo = args.repo.resolve()
     if not (repo / args.file).is_file():
         raise SystemExit(f"{repo / args.file} does not exist")

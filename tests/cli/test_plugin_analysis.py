@@ -77,3 +77,14 @@ def test_an_analysis_no_plugin_registers_is_a_warning(tmp_path: Path) -> None:
     run = run_check(root, timeout=600)
     assert run.targets["net"]["status"] == "traced" and "analyses" not in run.targets["net"]
     assert "no analysis is named 'params' (registered: fx, compile, export; see 'plugins')" in run.stderr
+
+
+def test_the_analyses_flag_takes_an_analysis_a_plugin_registers(tmp_path: Path) -> None:
+    root = _workspace(tmp_path / "ws", "")
+    pyproject = root / "pyproject.toml"
+    pyproject.write_text(pyproject.read_text().replace('analyses = ["fx", "params"]\n', ""))
+    run = run_check(root, "--analyses", "fx,params", timeout=600)
+    assert run.targets["net"]["analyses"]["params"]["headline"] == "20 parameters (limit 1000)"
+    (root / "pyproject.toml").write_text(pyproject.read_text().replace('plugins = ["fxs_params"]\n', ""))
+    bad = run_fxscope(root, "check", "--analyses", "fx,params")
+    assert bad.returncode == 2 and "'params' is not one of fx, compile, export" in bad.stderr, bad.stderr

@@ -227,3 +227,39 @@ def test_analysis_summaries_are_checked_and_read_under_their_names() -> None:
     assert payload_problem(bad_graph) == "graphs[1].ends: 'line' is not a line number"
     bad_graph["graphs"][1] = {"module": "", "analysis": 7, "nodes": []}
     assert payload_problem(bad_graph) == "graphs[1]: 'analysis' is a int"
+
+
+INPUTS = {"specs": {"x": {"shape": [2, 3, 8, 8], "dtype": "float32"}}, "kind": "call-site",
+          "file": "tests/test_models.py", "line": 14, "text": "enc(x)"}
+
+
+def test_inferred_inputs_are_read_strictly() -> None:
+    good = with_(body(), inputs=INPUTS)
+    assert payload_problem(good) is None
+    outcome = TargetOutcome.from_json(good, target="t")
+    assert outcome.inputs is not None and outcome.inputs.describe() == "inputs (2, 3, 8, 8) as in tests/test_models.py:14"
+    assert TargetOutcome.from_json(outcome.to_json(), target="t") == outcome
+    in_cell = TargetOutcome.from_json(with_(body(), inputs={**INPUTS, "file": "demo.ipynb", "line": 2, "cell": 3}))
+    assert in_cell.inputs is not None and in_cell.inputs.provenance() == "as in demo.ipynb:cell 3:2"
+    structure = {"specs": {"idx": {"shape": [2, 12], "dtype": "int64"}}, "kind": "structure", "text": "its first layer"}
+    assert payload_problem(with_(body(), inputs=structure)) is None
+    for bad, problem in [
+        ({**INPUTS, "extra": 1}, "inputs: unknown field 'extra'"),
+        ({**INPUTS, "specs": {}}, "inputs: 'specs' is empty"),
+        ({**INPUTS, "specs": [["x", {"shape": [2]}]]}, "inputs: 'specs' is a list"),
+        ({**INPUTS, "kind": "guess"}, "inputs: 'kind' 'guess' is not one of "
+         "['call-site', 'docstring', 'readme', 'convention', 'annotation', 'structure']"),
+        ({**INPUTS, "kind": ...}, "inputs: 'kind' is missing"),
+        ({**INPUTS, "line": "14"}, "inputs: 'line' is not a line number"),
+        ({**INPUTS, "line": 0}, "inputs: 'line' is not a line number"),
+        ({**INPUTS, "text": 3}, "inputs: 'text' is a int"),
+        ({**INPUTS, "cell": 0}, "inputs: 'cell' is not a positive integer"),
+        ({**INPUTS, "specs": {"x": {"shape": [2, -1]}}}, "inputs.specs.x: 'shape' is not a list of sizes and names"),
+        ({**INPUTS, "specs": {"x": {"shape": [2, True]}}}, "inputs.specs.x: 'shape' is not a list of sizes and names"),
+        ({**INPUTS, "specs": {"x": {"shape": [2], "dtype": 5}}}, "inputs.specs.x: 'dtype' is a int"),
+        ({**INPUTS, "specs": {"x": [2, 3]}}, "inputs.specs.x: a list, not an object"),
+        ("inputs (2, 3)", "inputs: a str, not an object"),
+    ]:
+        if isinstance(bad, dict):
+            bad = {k: v for k, v in bad.items() if v is not ...}
+        assert payload_problem(with_(body(), inputs=bad)) == problem, bad

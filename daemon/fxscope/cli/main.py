@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import argparse
 import os
+import re
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
@@ -36,6 +37,18 @@ def _shard(text: str) -> tuple[int, int]:
     if not (n >= 1 and 1 <= i <= n):
         raise argparse.ArgumentTypeError(f"shard {text!r} out of range: need 1 <= I <= N")
     return i, n
+
+
+def _analyses(text: str) -> tuple[str, ...]:
+    """Analysis names, each once (which names exist is checked with the configuration: its
+    ``plugins`` may register more)."""
+    from fxscope.project.config import ANALYSES
+
+    names = tuple(n.strip() for n in text.split(",") if n.strip())
+    if not names or not all(re.fullmatch(r"[a-z][a-z0-9_-]*", n) for n in names) or len(set(names)) != len(names):
+        raise argparse.ArgumentTypeError(f"expected a comma-separated list of {', '.join(ANALYSES)} (each once), "
+                                         f"got {text!r}")
+    return names
 
 
 def _codes(text: str) -> list[str]:
@@ -82,6 +95,9 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--baseline", type=Path, help="report only findings not in this baseline file")
     check.add_argument("--update-baseline", action="store_true", help="write today's findings to --baseline and exit 0")
     check.add_argument("--shard", type=_shard, help="check only shard I of N (deterministic split of targets)")
+    check.add_argument("--analyses", type=_analyses, metavar="A,B",
+                       help="the workspace's analyses for this check: fx, compile, export (as `analyses` in "
+                            "[tool.fxscope]; classes get inferred example inputs for compile and export)")
     check.add_argument("--graphs", action="store_true", help="include every FX graph in --format json")
     check.add_argument("--color", choices=("auto", "always", "never"), default="auto")
     check.add_argument("--daemon", action="store_true", help="ask the warm background daemon (starts it if needed)")
@@ -146,6 +162,17 @@ def _load_config(root: Path, args: argparse.Namespace | None = None) -> Config:
             raise UsageError("--no-sandbox does not reach the background daemon: set `sandbox = false` in "
                              "[tool.fxscope], or check without --daemon")
         config = dataclasses.replace(config, sandbox=False)
+    if args is not None and getattr(args, "analyses", None):
+        if getattr(args, "daemon", False):
+            raise UsageError("--analyses does not reach the background daemon: set `analyses` in [tool.fxscope], "
+                             "or check without --daemon")
+        from fxscope.project.config import ANALYSES
+
+        unknown = [n for n in args.analyses if n not in ANALYSES]
+        if unknown and not config.plugins:
+            raise UsageError(f"--analyses: {unknown[0]!r} is not one of {', '.join(ANALYSES)} (a plug-in in "
+                             f"`plugins` of [tool.fxscope] may register more)")
+        config = dataclasses.replace(config, analyses=args.analyses)
     return config
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import tempfile
 import traceback
+from collections.abc import Mapping
 from dataclasses import replace
 from types import MappingProxyType
 from typing import Any, Callable
@@ -52,11 +53,11 @@ def _build_failed(error: BaseException, remaining: list[Analysis], outcome: Targ
                                          context.fallback)])
 
 
-def _build_real(factory: Callable[[], Any], context: AnalysisContext) -> Any:
+def _build_real(factory: Callable[[], Any], context: AnalysisContext, inputs: Mapping[str, Any] | None) -> Any:
     from fxscope.trace.pt2 import build_real
 
     target = context.job.target
-    return build_real(factory, target.inputs, target.concrete_args, is_user_file=context.is_user_file)
+    return build_real(factory, inputs or target.inputs, target.concrete_args, is_user_file=context.is_user_file)
 
 
 def _run_one(analysis: Analysis, real: Any, context: AnalysisContext) -> AnalysisResult:
@@ -82,10 +83,11 @@ def _added(outcome: TargetOutcome, name: str, result: AnalysisResult, fx_ran: bo
 
 
 def run_real_analyses(factory: Callable[[], Any], analyses: list[Analysis], outcome: TargetOutcome,
-                      state: JobState, fx_ran: bool) -> TargetOutcome:
+                      state: JobState, fx_ran: bool, inputs: Mapping[str, Any] | None = None) -> TargetOutcome:
     """``outcome`` with ``analyses`` (those built on the CPU) added, each run on a model built for
     it alone: their findings and graphs, their summaries under their names, their warnings.
-    Without fx, a failing analysis (an export that fails) leaves the target ``failed``."""
+    Without fx, a failing analysis (an export that fails) leaves the target ``failed``.
+    ``inputs``: example input specs inferred for a class (else the target's configured ones)."""
     from fxscope.trace.build import BuildError
     from fxscope.trace.pt2 import NoExampleInputs
 
@@ -95,7 +97,7 @@ def run_real_analyses(factory: Callable[[], Any], analyses: list[Analysis], outc
     context = state.context
     for index, analysis in enumerate(analyses):
         try:
-            real = _build_real(factory, context)
+            real = _build_real(factory, context, inputs)
         except BuildError as be:
             return _build_failed(be, analyses[index:], outcome, state, fx_ran)
         except NoExampleInputs as e:

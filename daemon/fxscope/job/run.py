@@ -22,6 +22,7 @@ from types import MappingProxyType
 from typing import Any, Callable
 
 from fxscope.job.analyses import AnalysisContext, load_plugins, selected
+from fxscope.job.class_analyses import run_class_analyses
 from fxscope.job.construct import Attempt
 from fxscope.job.failures import absent_candidates, error_finding, missing_module, user_file_predicate
 from fxscope.job.meta_build import Traced, build_and_trace
@@ -117,6 +118,9 @@ def _analyse(factory: Callable[[], Any], state: JobState) -> Ending:
             return outcome
         traced = outcome.outcome
     real = [a for a in analyses if a.device == "cpu"]
+    target = state.context.job.target
+    if real and target.kind == "class" and not target.inputs:  # inputs inferred for the class
+        return run_class_analyses(factory, real, traced, state, fx_ran), None
     return run_real_analyses(factory, real, traced, state, fx_ran), None
 
 

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from fxscope.job.analyses import AnalysisContext, findings_of
@@ -33,3 +34,6 @@ class JobState:
     home: Any = None
     device: str | None = None
     build: Recipe | None = None
+    #: When the job started (``time.monotonic()``): the analyses on inferred inputs stop before
+    #: the job's timeout, so fx's result is kept.
+    started: float = field(default_factory=time.monotonic)

@@ -155,6 +155,9 @@ def class_markdown(summary: ClassSummary, target_status: dict[str, str], markdow
     lines.append(f"- findings: {summary.findings}")
     if summary.build:
         lines.append(f"- built as {tick}{summary.build}{tick} {summary.provenance or ''}".rstrip())
+    if summary.inputs:
+        ran = " and ".join(summary.inputs_for) or "its analyses"  # the names its summaries have
+        lines.append(f"- {ran} ran on {summary.inputs}")
     if summary.reason:
         lines.append(f"- {summary.reason}")
     lines += [f"- {s.line(name)}" for name, s in summary.analyses.items()]

@@ -178,6 +178,17 @@ _TABLE = [
         "`sandbox = false` in [tool.fxscope] or `fxscope check --no-sandbox`.",
     ),
     Code(
+        "FXS409", "no-example-inputs", "info",
+        "No example inputs could be inferred, so torch.compile and torch.export did not run",
+        "The compile and export analyses run a class's forward on example inputs. fxscope looks for a "
+        "forward call on literal tensors in the repository (tests, `__main__` blocks, README and docs "
+        "code blocks, notebooks: `model(torch.randn(2, 3, 32, 32))`), the conventions of libraries "
+        "(`example_input_array`, `dummy_inputs`, timm's `pretrained_cfg`), shapes in the forward's "
+        "annotations or docstring (`x: Float[Tensor, \"b c h w\"]`) and the model's first layer, and "
+        "keeps only inputs the eager forward runs on. Write such a call in a test, or configure a "
+        "factory target with `inputs`.",
+    ),
+    Code(
         "FXS501", "shape-specialised", "info",
         "Shape-aware tracing specialised the graph on a shape",
         "With example inputs (`inputs` of a target), a question about a shape (`x.size(0)`, "

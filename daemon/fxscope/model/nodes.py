@@ -116,6 +116,11 @@ class ClassSummary:
     provenance: str | None = None
     reason_code: str | None = None
     analyses: Mapping[str, AnalysisSummary] = field(default_factory=lambda: MappingProxyType({}))
+    #: The example inputs the analyses ran on, inferred for its own target, as said
+    #: (``inputs (2, 3, 32, 32) as in tests/test_vit.py:14``).
+    inputs: str | None = None
+    #: The names of its own target's analyses (with a summary) that ran on those inputs.
+    inputs_for: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-able dict of every field."""
@@ -125,7 +130,8 @@ class ClassSummary:
                 "leaf_children": list(self.leaf_children), "findings": self.findings,
                 "reason": self.reason, "build": self.build, "provenance": self.provenance,
                 "reason_code": self.reason_code,
-                "analyses": {name: summary.to_json() for name, summary in self.analyses.items()}}
+                "analyses": {name: summary.to_json() for name, summary in self.analyses.items()},
+                "inputs": self.inputs, "inputs_for": list(self.inputs_for)}
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> ClassSummary:
@@ -140,6 +146,7 @@ class ClassSummary:
             build=data.get("build"), provenance=data.get("provenance"), reason_code=data.get("reason_code"),
             analyses=MappingProxyType({str(k): AnalysisSummary.from_json(v, f"analyses.{k}")
                                        for k, v in (data.get("analyses") or {}).items()}),
+            inputs=data.get("inputs"), inputs_for=tuple(str(n) for n in data.get("inputs_for") or ()),
         )
 
 

@@ -27,6 +27,7 @@ from typing import Any, overload
 
 from fxscope.model.analysis import AnalysisSummary
 from fxscope.model.finding import Finding
+from fxscope.model.inputs import InferredInputs
 from fxscope.model.location import Location
 from fxscope.model.nodes import NodeInfo
 from fxscope.model.recipe import Recipe
@@ -247,7 +248,8 @@ class Graphs(Sequence[GraphInfo]):
 
 #: The fields of a result body (what a job returns and the cache stores).
 _BODY_KEYS = frozenset({"status", "nodes", "modules", "findings", "graphs", "files", "warnings", "output", "torch",
-                        "device", "fault", "build", "build_key", "covered_by", "analyses"})
+                        "device", "fault", "build", "build_key", "covered_by", "analyses",
+                        "inputs"})
 
 
 @dataclass(frozen=True)
@@ -282,6 +284,8 @@ class TargetOutcome:
     build_key: str | None = None
     covered_by: str | None = None
     analyses: Mapping[str, AnalysisSummary] = field(default_factory=lambda: _NO_ANALYSES)
+    #: The example inputs inferred for a class target, which the analyses ran on.
+    inputs: InferredInputs | None = None
 
     @classmethod
     def from_json(cls, body: Any, *, target: str = "") -> TargetOutcome:
@@ -324,6 +328,7 @@ class TargetOutcome:
             covered_by=opt(body, "covered_by", str, "result"),
             analyses=MappingProxyType({str(name): AnalysisSummary.from_json(value, f"analyses.{name}")
                                        for name, value in analyses.items()}) if analyses else _NO_ANALYSES,
+            inputs=InferredInputs.from_json(body["inputs"], "inputs") if body.get("inputs") is not None else None,
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -343,6 +348,8 @@ class TargetOutcome:
             out["build"] = self.build.to_json()
         if self.analyses:
             out["analyses"] = {name: s.to_json() for name, s in self.analyses.items()}
+        if self.inputs is not None:
+            out["inputs"] = self.inputs.to_json()
         return out
 
     @property

@@ -25,6 +25,7 @@ from typing import Any
 from fxscope import __version__
 from fxscope.model.finding import Finding
 from fxscope.model.analysis import AnalysisSummary
+from fxscope.model.inputs import InferredInputs
 from fxscope.model.outcome import Graphs, ModuleInfo
 from fxscope.model.recipe import Recipe
 from fxscope.model.sandbox import SandboxStatus
@@ -61,6 +62,8 @@ class ReportTarget:
     build: Recipe | None = None
     #: In a notebook: the cell whose lines ``line`` counts (set when the report is shown).
     cell: int | None = None
+    #: The example inputs inferred for a class, which the analyses ran on.
+    inputs: InferredInputs | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The schema ``target`` object."""
@@ -75,6 +78,8 @@ class ReportTarget:
             out["graphs"] = self.graphs.to_json()
         if self.analyses:
             out["analyses"] = {name: summary.to_json() for name, summary in self.analyses.items()}
+        if self.inputs is not None:
+            out["inputs"] = self.inputs.to_json()
         return out
 
     @classmethod
@@ -89,7 +94,8 @@ class ReportTarget:
                    MappingProxyType({str(k): AnalysisSummary.from_json(v, f"analyses.{k}") for k, v in analyses.items()})
                    if isinstance(analyses, Mapping) else MappingProxyType({}),
                    Recipe.from_json(data["build"]) if isinstance(data.get("build"), dict) else None,
-                   int(data["cell"]) if isinstance(data.get("cell"), int) else None)
+                   int(data["cell"]) if isinstance(data.get("cell"), int) else None,
+                   InferredInputs.from_json(data["inputs"]) if data.get("inputs") is not None else None)
 
 
 @dataclass(frozen=True)

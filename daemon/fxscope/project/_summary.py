@@ -19,6 +19,7 @@ from typing import Any, Iterable, Union
 
 from ._names import dotted_name
 from .callsites import CallSite, markdown_examples, python_examples
+from .forward_calls import ForwardSite, forward_sites, markdown_forward_sites
 from .files import is_racy
 from .notebooks import CellIndex, NotebookError, is_notebook, notebook_tree, read_notebook
 from .toplevel import is_main_guard, is_script, plan
@@ -28,7 +29,7 @@ __all__ = ["SUMMARY_FORMAT", "ClassInfo", "Summary", "cache_stats", "clear_cache
            "summary_of_bytes", "summary_of_file", "summary_of_text"]
 
 #: Version of :meth:`Summary.to_json`; persisted summaries of another version are not used.
-SUMMARY_FORMAT = 9
+SUMMARY_FORMAT = 10
 
 #: Markdown files longer than this are not read for examples.
 MAX_MARKDOWN_CHARS = 1 << 20
@@ -86,6 +87,9 @@ class Summary:
     #: A notebook's code cells (lines are the notebook's code lines, see
     #: :mod:`fxscope.project.notebooks`); empty for any other file.
     cells: CellIndex = CellIndex()
+    #: Forward calls on literal tensors, and shapes forward annotations give (see
+    #: :mod:`fxscope.project.forward_calls`).
+    forwards: tuple[ForwardSite, ...] = ()
 
     def cell_of(self, line: int) -> tuple[int, int] | None:
         """(cell number, line in the cell) of a notebook's code ``line``; None for a ``.py`` file."""
@@ -106,6 +110,7 @@ class Summary:
             "calls": [c.to_json() for c in self.calls],
             "keywords": [list(k) for k in self.keywords],
             "cells": self.cells.to_json(),
+            "forwards": [f.to_json() for f in self.forwards],
         }
 
     @classmethod
@@ -129,6 +134,7 @@ class Summary:
             tuple(CallSite.from_json(c) for c in data["calls"]),
             tuple((str(name), value, int(line)) for name, value, line in data["keywords"]),
             CellIndex.from_json(data.get("cells") or ()),
+            tuple(ForwardSite.from_json(f) for f in data.get("forwards") or ()),
         )
 
 
@@ -462,7 +468,8 @@ def _summary(text: str, tree: ast.Module, *, runs_only: bool, magic_lines: froze
         collector.visit(tree.body)
     examples = python_examples(text, tree)
     return Summary(collector.bindings, tuple(collector.stars), collector.classes, _imports(tree), error,
-                   calls=examples.sites, keywords=examples.keywords, cells=cells)
+                   calls=examples.sites, keywords=examples.keywords, cells=cells,
+                   forwards=tuple(forward_sites(text, tree)))
 
 
 def summarize_notebook(source: str | bytes) -> Summary:
@@ -486,7 +493,8 @@ def summarize_markdown(source: str | bytes) -> Summary:
     if len(text) > MAX_MARKDOWN_CHARS:
         return Summary({}, (), {}, ())
     examples = markdown_examples(text)
-    return Summary({}, (), {}, (), calls=examples.sites, keywords=examples.keywords)
+    return Summary({}, (), {}, (), calls=examples.sites, keywords=examples.keywords,
+                   forwards=tuple(markdown_forward_sites(text)))
 
 
 # ---------------------------------------------------------------------------------------------

@@ -24,12 +24,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from fxscope.model.inputs import InputCandidate
 from fxscope.model.recipe import Recipe
 
 from ._summary import Summary, file_kind, summary_of_file, summary_of_text
 from .config import Config
 from .files import dotted_module_name, is_example, is_included, relpath, workspace_files
 from .notebooks import is_notebook
+from .inputs import InputIndex
 from .recipes import RecipeIndex
 
 __all__ = ["INHERITED", "Discovery", "FileError", "Target", "discover"]
@@ -90,6 +92,8 @@ class Target:
     #: Example inputs of a factory target (``TargetConfig.inputs``); empty without them.
     inputs: dict[str, Any] | str = field(default_factory=dict, hash=False)
     recipes: tuple[Recipe, ...] = field(default=(), hash=False)
+    #: Example inputs the repository shows for a class (see :mod:`~fxscope.project.inputs`).
+    input_hints: tuple[InputCandidate, ...] = field(default=(), hash=False)
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-able dict of every field (``inputs`` only when set)."""
@@ -103,11 +107,15 @@ class Target:
             out["inputs"] = self.inputs
         if self.recipes:
             out["recipes"] = [r.to_json() for r in self.recipes]
+        if self.input_hints:
+            out["input_hints"] = [h.to_json() for h in self.input_hints]
         return out
 
     @functools.cached_property
     def _build_key(self) -> str:
-        data = [self.needs_args, [r.to_json() for r in self.recipes]]
+        data: list[Any] = [self.needs_args, [r.to_json() for r in self.recipes]]
+        if self.input_hints:
+            data.append([h.to_json() for h in self.input_hints])
         return hashlib.blake2b(json.dumps(data, sort_keys=True).encode(), digest_size=12).hexdigest()
 
     def build_key(self) -> str:
@@ -124,6 +132,7 @@ class Target:
             concrete_args=dict(data.get("concrete_args") or {}), needs_args=bool(data.get("needs_args")),
             required_args=tuple(data.get("required_args") or ()), inputs=data.get("inputs") or {},
             recipes=tuple(Recipe.from_json(r) for r in data.get("recipes") or ()),
+            input_hints=tuple(InputCandidate.from_json(h) for h in data.get("input_hints") or ()),
         )
 
 
@@ -507,6 +516,7 @@ def _libraries(ws: _Workspace) -> tuple[str, ...]:
 def _class_targets(ws: _Workspace) -> list[Target]:
     targets = []
     index = RecipeIndex(ws)
+    inputs = InputIndex(ws, index)
     for rel, summary in ws.summaries.items():
         for name, info in summary.classes.items():
             if name.startswith("_") or summary.bindings.get(name) != ("class", name):
@@ -522,6 +532,7 @@ def _class_targets(ws: _Workspace) -> list[Target]:
             targets.append(Target(
                 id=f"{rel}::{name}", kind="class", file=rel, line=info.line, module=ws.module_of[rel],
                 qualname=name, needs_args=bool(required), required_args=tuple(required), recipes=recipes,
+                input_hints=inputs.candidates_for(rel, name),
             ))
     return targets
 

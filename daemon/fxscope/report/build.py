@@ -193,7 +193,7 @@ def report_target(r: TargetResult, root: str, *, graphs: bool) -> ReportTarget:
                     for m in outcome.modules)
     return ReportTarget(t.id, t.kind, t.file, max(t.line, 1), outcome.status, r.cached, r.duration_ms,
                         outcome.nodes, modules, outcome.graphs if graphs else None, outcome.analyses,
-                        outcome.build)
+                        outcome.build, inputs=outcome.inputs)
 
 
 def build_report(root: str, torch_version: str, results: Sequence[TargetResult], *,

@@ -26,10 +26,11 @@ from __future__ import annotations
 import ast
 import re
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Iterable, Sequence
 
 from fxscope.engine.results import TargetResult
+from fxscope.model.inputs import InferredInputs
 from fxscope.model.recipe import Call, Recipe, Ref, render_python
 from fxscope.project.discovery import Target
 from fxscope.project.notebooks import is_notebook
@@ -68,6 +69,16 @@ class FactoryPlan:
     provenance: str | None
     template: bool
     prelude: tuple[str, ...] = ()
+    #: The example inputs fxscope inferred for the class (its compile and export ran on them).
+    inputs: InferredInputs | None = None
+
+    def inputs_toml(self) -> str:
+        """The target's ``inputs`` line (with where they came from), or ``""`` without inputs."""
+        if self.inputs is None:
+            return ""
+        specs = ", ".join(f"{name} = {{ shape = [{', '.join(str(d) for d in spec.shape)}], dtype = \"{spec.dtype}\" }}"
+                          for name, spec in self.inputs.specs)
+        return f"# example inputs {self.inputs.provenance()}\ninputs = {{ {specs} }}\n"
 
     def function_source(self) -> str:
         """The factory function's source."""
@@ -140,6 +151,7 @@ def targets_text(pyproject: str, plans: Iterable[FactoryPlan], factories_module:
         if plan.name in known:
             continue
         table = f"[tool.fxscope.targets.{plan.name}]\nfactory = \"{factories_module}:{plan.function}\"\n"
+        table += plan.inputs_toml()
         if plan.template and comment_templates:
             table = (f"# {plan.class_name}: fill in {plan.function} in {factories_module}.py, then uncomment\n"
                      + "".join(f"# {line}\n" for line in table.splitlines()))
@@ -156,7 +168,9 @@ def plans_from_results(results: Iterable[TargetResult]) -> list[FactoryPlan]:
     different modules get their module's name in front of the target name. A notebook's classes
     get none: a factory module cannot import them (a factory in the notebook itself can be
     configured by hand: ``factory = "model.ipynb:build"``)."""
+    results = list(results)
     chosen: list[tuple[Target, Recipe | None]] = []
+    inputs = {r.target.id: r.outcome.inputs for r in results if r.outcome.inputs is not None}
     for r in sorted(results, key=lambda r: r.target.id):
         t, outcome = r.target, r.outcome
         if t.kind != "class" or not t.module or outcome.covered_by or is_notebook(t.file):
@@ -175,5 +189,6 @@ def plans_from_results(results: Iterable[TargetResult]) -> list[FactoryPlan]:
         module, qualname = t.module or "", t.qualname or ""
         if names[name] > 1:
             name = f"{target_name(module.rpartition('.')[2])}-{name}"
-        plans.append(plan_factory(qualname, module, recipe, t.required_args, name=name))
+        plan = plan_factory(qualname, module, recipe, t.required_args, name=name)
+        plans.append(replace(plan, inputs=inputs.get(t.id)) if recipe is not None else plan)
     return plans

@@ -36,7 +36,8 @@ def class_summary(file: str, line: int, names: tuple[str, str], target: Target |
     targets = ([target.id] if target else []) + others
     reason = reason_code = None
     nodes = 0
-    build = provenance = None
+    build = provenance = inputs = None
+    inputs_for: tuple[str, ...] = ()
     reached = [i for i in seen if i.module.status in REACHED]
     if target is not None and pending:
         status = "pending"
@@ -51,10 +52,13 @@ def class_summary(file: str, line: int, names: tuple[str, str], target: Target |
             reason_code = findings[0].code if findings else None
         if outcome.build is not None and outcome.build.kind != "defaults" and status != "skipped":
             build, provenance = outcome.build.text, outcome.build.provenance()
+        if outcome.inputs is not None:
+            inputs, inputs_for = outcome.inputs.describe(), tuple(outcome.analyses)
     elif seen:
         status = "failed" if any(i.module.status == "failed" for i in seen) else "traced"
     else:
         status = "not-traced"
     instances = tuple(sorted({i.module.path for i in seen}))
     return ClassSummary(file, line, qualname, type_name, tuple(targets), status, nodes, instances, (), 0, reason,
-                        build, provenance, reason_code, _analyses(target, outcome, seen, rooted or {}))
+                        build, provenance, reason_code, _analyses(target, outcome, seen, rooted or {}), inputs,
+                        inputs_for)
