@@ -66,24 +66,6 @@ class Inference:
     params: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
-class _Try:
-    specs: tuple[tuple[str, TensorShape], ...]
-    kind: str
-    file: str = ""
-    line: int = 0
-    text: str = ""
-    cell: int | None = None
-
-    def label(self) -> str:
-        where = f" as in {self.file}:{self.line}" if self.file else ""
-        shapes = ", ".join(f"{n} {s.render()}" for n, s in self.specs)
-        return f"`{self.text}`{where} ({shapes})" if self.file else f"{self.text} ({shapes})"
-
-    def inferred(self) -> InferredInputs:
-        return InferredInputs(self.specs, self.kind, self.file, self.line, self.text, self.cell)
-
-
 def class_factory(cls: Any, build: Recipe | None, is_user_file: Callable[[str], bool]) -> Callable[[], Any]:
     """The constructor call the fx analysis built the class with (its :class:`Recipe`), as a
     factory: the class itself for its defaults."""
@@ -244,7 +226,7 @@ def _tensor_spec(value: Any) -> TensorShape | None:
     return TensorShape(tuple(int(d) for d in value.shape), dtype) if dtype else None
 
 
-def _conventions(model: Any, params: list[str]) -> Iterator[_Try]:
+def _conventions(model: Any, params: list[str]) -> Iterator[InferredInputs]:
     """Inputs the libraries' conventions give on the built model."""
     try:
         example = getattr(model, "example_input_array", None)
@@ -257,7 +239,7 @@ def _conventions(model: Any, params: list[str]) -> Iterator[_Try]:
         else:
             specs = [(p, _tensor_spec(v)) for p, v in zip(params, values)]
         if specs and all(s is not None for _, s in specs):
-            yield _Try(tuple((n, s) for n, s in specs if s is not None), "convention",
+            yield InferredInputs(tuple((n, s) for n, s in specs if s is not None), "convention",
                        text="its example_input_array")
     try:
         dummy = getattr(model, "dummy_inputs", None) if "dummy_inputs" in dir(type(model)) else None
@@ -266,7 +248,7 @@ def _conventions(model: Any, params: list[str]) -> Iterator[_Try]:
     if isinstance(dummy, Mapping) and dummy:
         specs = [(str(k), _tensor_spec(v)) for k, v in dummy.items() if k in params]
         if specs and all(s is not None for _, s in specs):
-            yield _Try(tuple((n, s) for n, s in specs if s is not None), "convention", text="its dummy_inputs")
+            yield InferredInputs(tuple((n, s) for n, s in specs if s is not None), "convention", text="its dummy_inputs")
     from fxscope.trace.inputs import default_inputs
 
     try:
@@ -275,19 +257,19 @@ def _conventions(model: Any, params: list[str]) -> Iterator[_Try]:
         hf = None
     if hf:
         main = getattr(model, "main_input_name", "")
-        yield _Try(tuple((n, TensorShape(s.shape, s.dtype)) for n, s in hf.items()), "convention",
+        yield InferredInputs(tuple((n, TensorShape(s.shape, s.dtype)) for n, s in hf.items()), "convention",
                    text=f"its main input `{main}` and config")
     for attr in ("pretrained_cfg", "default_cfg"):
         cfg = getattr(model, attr, None)
         size = cfg.get("input_size") if isinstance(cfg, Mapping) else None
         if isinstance(size, (tuple, list)) and len(size) == 3 and all(isinstance(d, int) for d in size) and params:
-            yield _Try(((params[0], TensorShape((BATCH, *size))),), "convention",
+            yield InferredInputs(((params[0], TensorShape((BATCH, *size))),), "convention",
                        text=f"its {attr}[\"input_size\"]")
             break
 
 
 def _structure(model: Any, params: list[str], required: list[str], numbers: Mapping[str, int],
-               layer: Any) -> Iterator[_Try]:
+               layer: Any) -> Iterator[InferredInputs]:
     """Inputs the first layer that consumes the input implies, for a forward with one input."""
     import torch.nn as nn
 
@@ -303,11 +285,11 @@ def _structure(model: Any, params: list[str], required: list[str], numbers: Mapp
         sizes = [(spatial[1], f"its {spatial[0]}={spatial[1]}")] if spatial is not None else [
             (s, f"its patch_size={patch}, {s}x{s}") for s in (32, 64, 224) if patch and s % patch == 0]
         for size, said in sizes:
-            yield _Try(((name, TensorShape((BATCH, channels, size, size))),), "structure",
+            yield InferredInputs(((name, TensorShape((BATCH, channels, size, size))),), "structure",
                        text=f"{said} and {channels} channels")
     if layer is None:  # no layer fixes the input's shape (an activation, a parameter-free block)
         for shape in ((BATCH, 4, 8, 8), (BATCH, 8, 16), (BATCH, 16)):
-            yield _Try(((name, TensorShape(shape)),), "structure",
+            yield InferredInputs(((name, TensorShape(shape)),), "structure",
                        text="a small tensor (no layer of the model fixes the input's shape)")
         return
     kind = type(layer).__name__
@@ -349,11 +331,11 @@ def _structure(model: Any, params: list[str], required: list[str], numbers: Mapp
                        f"embed_dim={layer.embed_dim}"))
     path = next((p for p, m in model.named_modules() if m is layer), "")
     for spec, detail in shapes:
-        yield _Try(((name, spec),), "structure", text=f"its first layer `{path}` ({kind}, {detail})")
+        yield InferredInputs(((name, spec),), "structure", text=f"its first layer `{path}` ({kind}, {detail})")
 
 
 def _candidates(model: Any, factory: Callable[[], Any], hints: tuple[InputCandidate, ...],
-                params: list[str], required: list[str]) -> Iterator[_Try]:
+                params: list[str], required: list[str]) -> Iterator[InferredInputs]:
     numbers = _numbers(model, factory)
     layer = _first_layer(model)
     for hint in hints:
@@ -361,7 +343,7 @@ def _candidates(model: Any, factory: Callable[[], Any], hints: tuple[InputCandid
         if bound is None:
             continue
         for specs in _fill(bound, numbers, layer) if not all(s.concrete for _, s in bound) else [bound]:
-            yield _Try(specs, hint.kind, hint.file, hint.line, hint.text, hint.cell)
+            yield InferredInputs(specs, hint.kind, hint.file, hint.line, hint.text, hint.cell)
     yield from _conventions(model, params)
     yield from _structure(model, params, required, numbers, layer)
 
@@ -460,7 +442,7 @@ def infer_inputs(factory: Callable[[], Any], hints: tuple[InputCandidate, ...],
         except Exception as e:  # noqa: BLE001
             inference.tried.append(f"{attempt.label()}: {_one_line(e)}")
             continue
-        inference.inputs = attempt.inferred()
+        inference.inputs = attempt
         return inference
     return inference
 

@@ -143,6 +143,12 @@ class InferredInputs:
             return f"as in {_origin(self.file, self.line, self.cell)}"
         return f"from {self.text}" if self.text else f"from its {self.kind}"
 
+    def label(self) -> str:
+        r"""One candidate in "what was tried": ``\`net(torch.randn(1, 3, 8, 8))\` as in t.py:4 (x (1, 3, 8, 8))``."""
+        where = f" as in {self.file}:{self.line}" if self.file else ""
+        shapes = ", ".join(f"{n} {s.render()}" for n, s in self.specs)
+        return f"`{self.text}`{where} ({shapes})" if self.file else f"{self.text} ({shapes})"
+
     def describe(self) -> str:
         """``inputs (2, 3, 32, 32) as in tests/test_vit.py:14``: what the hover and lens say."""
         return f"inputs {self.shapes()} {self.provenance()}"

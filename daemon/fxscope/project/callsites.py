@@ -30,11 +30,11 @@ import ast
 import operator
 import re
 import textwrap
-import warnings
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable
 
 from fxscope.model.recipe import Call, DictExpr, Expr, Lit, Ref, RefExpr, Seq, Setattrs, expr_from_json, expr_to_json
+from fxscope.project._syntax import nested_blocks, one_line, parse_quietly
 from fxscope.project._names import dotted_parts
 
 __all__ = ["CallSite", "Examples", "docstring_examples", "markdown_call_sites", "markdown_examples",
@@ -110,6 +110,10 @@ class _Unsafe(Exception):
 def _class_like(parts: list[str]) -> bool:
     """``Net``, ``models.Net``, ``Config.from_name``: a class, or a method of a class."""
     return parts[-1][:1].isupper() or (len(parts) >= 2 and parts[-2][:1].isupper())
+
+
+def _short(text: str) -> str:
+    return one_line(text, MAX_TEXT)
 
 
 class _Scope:
@@ -266,10 +270,6 @@ class _Converter:
         return Call(func, args, tuple(kwargs), tuple(splats))
 
 
-def _shorten(text: str) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= MAX_TEXT else text[: MAX_TEXT - 3] + "..."
-
 
 class _Extractor:
     """Walks statements in order, keeping each snippet's safe bindings and recording call sites."""
@@ -337,14 +337,8 @@ class _Extractor:
             for item in stmt.items:
                 if item.optional_vars is not None:
                     self.unbind(item.optional_vars, scope)
-        for field in ("body", "orelse", "finalbody"):
-            block = getattr(stmt, field, None)
-            if isinstance(block, list):
-                self.block(block, scope)
-        for handler in getattr(stmt, "handlers", None) or ():
-            self.block(handler.body, scope)
-        for case in getattr(stmt, "cases", None) or ():
-            self.block(case.body, scope)
+        for block in nested_blocks(stmt):
+            self.block(block, scope)
 
     def assign(self, stmt: ast.Assign | ast.AnnAssign, scope: _Scope) -> None:
         targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
@@ -501,7 +495,7 @@ class _Extractor:
             call = _Converter(scope).call(node)
         except (_Unsafe, RecursionError):
             return
-        text = _shorten(ast.get_source_segment(self.source, node) or ast.unparse(node))
+        text = _short(ast.get_source_segment(self.source, node) or ast.unparse(node))
         line = node.lineno + self.offset
         if (line, text) in self.seen:
             return
@@ -514,14 +508,6 @@ class _Extractor:
                 and isinstance(body[0].value.value, str) and ">>>" in body[0].value.value):
             self.docstrings.append((body[0].value.value, body[0].lineno))
 
-
-def _parse(source: str) -> ast.Module | None:
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            return ast.parse(source)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return None
 
 
 @dataclass(frozen=True)
@@ -538,7 +524,7 @@ class Examples:
 
 
 def _snippet(source: str, kind: str, offset: int) -> Examples:
-    tree = _parse(source)
+    tree = parse_quietly(source)
     if tree is None:
         return Examples()
     extractor = _Extractor(source, kind, offset)
@@ -551,7 +537,7 @@ def _snippet(source: str, kind: str, offset: int) -> Examples:
 
 def python_examples(source: str, tree: ast.Module | None = None) -> Examples:
     """Call sites and keywords of a Python file: code (``call-site``) and doctests (``docstring``)."""
-    tree = tree if tree is not None else _parse(source)
+    tree = tree if tree is not None else parse_quietly(source)
     if tree is None:
         return Examples()
     extractor = _Extractor(source, "call-site")

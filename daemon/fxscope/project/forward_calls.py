@@ -36,12 +36,12 @@ from __future__ import annotations
 import ast
 import re
 import textwrap
-import warnings
 from dataclasses import dataclass
 from typing import Any, Iterable, Iterator
 
 from fxscope.model.inputs import TensorShape
 from fxscope.model.recipe import Ref
+from fxscope.project._syntax import nested_blocks, one_line, parse_quietly
 from fxscope.project._names import dotted_parts
 
 __all__ = ["ForwardSite", "forward_sites", "markdown_forward_sites"]
@@ -99,6 +99,10 @@ class _NotLiteral(Exception):
     pass
 
 
+def _short(text: str) -> str:
+    return one_line(text, MAX_TEXT)
+
+
 class _Scope:
     """One snippet's bindings: imports, integers, tensors and models, with a parent scope."""
 
@@ -127,10 +131,6 @@ class _Scope:
 def _class_like(parts: list[str]) -> bool:
     return parts[-1][:1].isupper()
 
-
-def _shorten(text: str) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= MAX_TEXT else text[: MAX_TEXT - 3] + "..."
 
 
 class _Walker:
@@ -331,12 +331,8 @@ class _Walker:
             for item in stmt.items:
                 if item.optional_vars is not None:
                     self.unbind(item.optional_vars, scope)
-        for field in ("body", "orelse", "finalbody"):
-            block = getattr(stmt, field, None)
-            if isinstance(block, list):
-                self.block(block, scope)
-        for handler in getattr(stmt, "handlers", None) or ():
-            self.block(handler.body, scope)
+        for block in nested_blocks(stmt):
+            self.block(block, scope)
 
     def _calls_a_call(self, stmt: ast.stmt) -> bool:
         """Whether the statement's text has ``)(``: ``Net(...)(x)`` (read from the source, not
@@ -424,7 +420,7 @@ class _Walker:
             return
         if any(k.arg is None for k in node.keywords):
             return
-        text = _shorten(ast.get_source_segment(self.source, node) or ast.unparse(node))
+        text = _short(ast.get_source_segment(self.source, node) or ast.unparse(node))
         line = node.lineno + self.offset
         if (line, text) not in self.seen:
             self.seen.add((line, text))
@@ -454,7 +450,7 @@ class _Walker:
                 ordered = tuple((p, found[p]) for p in params if p in found)
                 text = ", ".join(f"{p}: {s.render()}" for p, s in ordered)
                 self.sites.append(ForwardSite(Ref("", (stmt.name,)), (), ordered, forward.lineno + self.offset,
-                                              _shorten(f"forward({text})"), "annotation"))
+                                              _short(f"forward({text})"), "annotation"))
 
 
 _BLOCKS = ("body", "orelse", "finalbody", "handlers")
@@ -505,20 +501,12 @@ def _annotated_shape(node: ast.expr | None) -> TensorShape | None:
     return None
 
 
-def _parse(source: str) -> ast.Module | None:
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            return ast.parse(source)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return None
-
 
 _PROMPT = re.compile(r"^\s*(>>>|\.\.\.)( |$)")
 
 
 def _snippet(source: str, kind: str, offset: int) -> list[ForwardSite]:
-    tree = _parse(source)
+    tree = parse_quietly(source)
     if tree is None:
         return []
     walker = _Walker(source, kind, offset)
@@ -532,7 +520,7 @@ def _snippet(source: str, kind: str, offset: int) -> list[ForwardSite]:
 def forward_sites(source: str, tree: ast.Module | None = None) -> list[ForwardSite]:
     """The forward sites of a Python file: its code (``call-site``), its doctests (``docstring``)
     and its classes' forward annotations (``annotation``)."""
-    tree = tree if tree is not None else _parse(source)
+    tree = tree if tree is not None else parse_quietly(source)
     if tree is None:
         return []
     walker = _Walker(source, "call-site")
