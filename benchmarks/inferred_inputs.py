@@ -45,7 +45,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 from zero_config import (  # noqa: E402 - the corpus helpers of the zero-config benchmark
-    DAEMON_DIR, TRACED, clean_env, import_class, innermost_workspace_frame, python_path,
+    DAEMON_DIR, TRACED, clean_env, inferred_kwargs, innermost_workspace_frame, python_path, rebuild_cpu,
 )
 
 
@@ -65,27 +65,10 @@ def run_check(python: str, repo_dir: Path, cache_dir: Path, timeout: float) -> t
 
 # -- torch's own answer, in a fresh process ----------------------------------------------------------
 
-def _rebuild_cpu(repo_dir: Path, target: dict[str, Any]) -> Any:
-    import torch
-
-    from fxscope.trace.build import build_model
-
-    torch.manual_seed(0)
-    build = target.get("build")
-    if build is not None and build.get("kind") != "defaults":
-        from fxscope.job.construct import rebuild as rebuild_recipe
-
-        return rebuild_recipe(build, str(repo_dir.resolve()), device="cpu")
-    return build_model(import_class(repo_dir, target), device="cpu").model
-
-
 def truth(repo_dir: Path, target: dict[str, Any]) -> dict[str, Any]:
     """Rebuild ``target``, run it eagerly on its inferred inputs, then ask torch.compile (explain)
     and torch.export about it (run in a fresh process: :func:`main` with ``--truth``)."""
     import torch
-
-    from fxscope.trace.examples import real_inputs
-    from fxscope.trace.inputs import InputSpec
 
     torch.set_num_threads(1)
     sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != str(HERE)]
@@ -97,22 +80,21 @@ def truth(repo_dir: Path, target: dict[str, Any]) -> dict[str, Any]:
         sys.path.insert(len(entries), str(directory))
     os.chdir(repo_dir)
     sys.argv = [str(repo_dir / target["file"])]
-    specs = {n: InputSpec(tuple(s["shape"]), s["dtype"]) for n, s in target["inputs"]["specs"].items()}
     out: dict[str, Any] = {}
     try:
-        model = _rebuild_cpu(repo_dir, target)
+        model = rebuild_cpu(repo_dir, target)
     except BaseException as e:  # noqa: BLE001 - user code may raise anything
         return {"rebuilt": False, "error": f"{type(e).__name__}: {e}"[:300]}
     out["rebuilt"] = True
     try:
-        model(**real_inputs(specs))
+        model(**(inferred_kwargs(target) or {}))
         out["eager"] = True
     except BaseException as e:  # noqa: BLE001
         return {**out, "eager": False, "error": f"{type(e).__name__}: {e}"[:300]}
     try:
-        model = _rebuild_cpu(repo_dir, target)  # a model of its own, as fxscope gives each analysis
+        model = rebuild_cpu(repo_dir, target)  # a model of its own, as fxscope gives each analysis
         torch._dynamo.reset()
-        explained = torch._dynamo.explain(model)(**real_inputs(specs))
+        explained = torch._dynamo.explain(model)(**(inferred_kwargs(target) or {}))
         lines = set()
         for reason in explained.break_reasons:
             frames = [(os.path.abspath(f.filename), f.lineno) for f in reason.user_stack or ()]
@@ -125,8 +107,8 @@ def truth(repo_dir: Path, target: dict[str, Any]) -> dict[str, Any]:
     except BaseException as e:  # noqa: BLE001
         out["compile"] = {"error": f"{type(e).__name__}: {e}"[:300]}
     try:
-        model = _rebuild_cpu(repo_dir, target)
-        torch.export.export(model, (), kwargs=real_inputs(specs), strict=False)
+        model = rebuild_cpu(repo_dir, target)
+        torch.export.export(model, (), kwargs=inferred_kwargs(target) or {}, strict=False)
         out["export"] = {"exported": True}
     except BaseException as e:  # noqa: BLE001
         out["export"] = {"exported": False, "error": f"{type(e).__name__}: {e}"[:300],

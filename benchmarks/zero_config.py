@@ -19,12 +19,18 @@ the same cache, and prints:
   frame of plain fx's traceback is among fxscope's error locations (a finding's line or anchor).
   A false error is an fxscope error where plain fx traces; a missed failure the opposite.
 - the eager re-check: every target with errors whose build fxscope made on its own (a ``build``
-  record) is, where plain fx fails too, rebuilt once more in a fresh process of its own and run eagerly
-  (``forward`` on an input shaped for its first layer: an image for a convolution, token ids for
-  an embedding, features for a linear layer; meta tensors). ``r``: the forward runs, so the error
-  is fx's; ``bf``: it fails with the same exception at the same line for every input tried, so the
-  failure is the build's (a made-up value that does not fit), which must never be reported as an
-  error; ``?``: no input could be made or it failed elsewhere (inconclusive).
+  record) is, where plain fx fails too, rebuilt once more in a fresh process of its own and run eagerly:
+  on the example inputs fxscope inferred for it (the report's ``inputs``; the check runs with
+  ``--analyses fx,export`` by default, since fxscope infers inputs when an analysis on real
+  tensors is on; the model built on the CPU and seeded as fxscope's worker does), else, or when
+  those leave it open, on an input guessed for its first layer (an image for a convolution, token
+  ids for an embedding, features for a linear layer; meta tensors). ``r``: the forward runs, so the
+  error is fx's; ``bf``: it fails with the same exception at the same line for every input tried,
+  so the failure is the build's (a made-up value that does not fit), which must never be reported
+  as an error; ``?``: no input could be made or it failed elsewhere (inconclusive). Under the row,
+  the re-check's figures: errors and targets re-checked, eager ok (and how many on inferred
+  inputs), same failure, inconclusive (each with why). Only fx's errors count here (compile's
+  FXS6xx and export's FXS7xx are not compared with plain fx).
 
 In the table, targets by status are t(raced) p(artial) f(ailed) e(rror) s(kipped), and the agreement
 column is ``agree/compared`` then fe (false errors), mi (missed failures), mp (misplaced: plain fx
@@ -164,10 +170,12 @@ def clean_env() -> dict[str, str]:
     return env
 
 
-def run_check(python: str, repo_dir: Path, cache_dir: Path, timeout: float) -> tuple[dict[str, Any], float]:
-    """``fxscope check`` on ``repo_dir`` as JSON, and its wall time in seconds."""
+def run_check(python: str, repo_dir: Path, cache_dir: Path, timeout: float,
+              analyses: str = "") -> tuple[dict[str, Any], float]:
+    """``fxscope check`` on ``repo_dir`` as JSON (``analyses``: its ``--analyses``, else the
+    repository's own setting), and its wall time in seconds."""
     cmd = [python, "-m", "fxscope", "check", str(repo_dir), "--root", str(repo_dir), "--format", "json",
-           "--fail-on", "never", "--cache-dir", str(cache_dir)]
+           "--fail-on", "never", "--cache-dir", str(cache_dir)] + (["--analyses", analyses] if analyses else [])
     start = time.perf_counter()
     proc = subprocess.run(cmd, check=False, cwd=repo_dir, env=clean_env(), capture_output=True, text=True, timeout=timeout)
     elapsed = time.perf_counter() - start
@@ -238,6 +246,10 @@ class Agreement:
     eager_runs: int = 0
     build_faults: list[str] = field(default_factory=list)
     eager_inconclusive: int = 0
+    eager_targets: int = 0  # the targets re-checked
+    eager_errors: int = 0  # their fx errors
+    eager_runs_inferred: int = 0  # of eager_runs: on the target's inferred inputs (the rest on a guess)
+    eager_unsure: list[str] = field(default_factory=list)  # the inconclusive ones, and why
 
 
 @dataclass
@@ -285,12 +297,21 @@ def reached_classes(repo_dir: Path, report: dict[str, Any]) -> tuple[list[str], 
     return reached, unreached
 
 
+#: Codes of the analyses on real tensors (compile FXS6xx, export FXS7xx): not fx's errors.
+NOT_FX = ("FXS6", "FXS7")
+
+
+def is_fx_error(finding: dict[str, Any]) -> bool:
+    """An error of the fx analysis (what plain ``torch.fx`` is compared with)."""
+    return finding["severity"] == "error" and not finding["code"].startswith(NOT_FX)
+
+
 def errors_by_target(report: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
-    """Error findings per target id. One finding covers every target it was seen in: its own
+    """fx error findings per target id. One finding covers every target it was seen in: its own
     ``target`` and the ``target`` of each of its scopes."""
     out: dict[str, list[dict[str, Any]]] = {}
     for finding in report["findings"]:
-        if finding["severity"] == "error":
+        if is_fx_error(finding):
             targets = {finding["target"]} | {s["target"] for s in finding.get("scopes") or () if s.get("target")}
             for target in targets:
                 out.setdefault(target, []).append(finding)
@@ -375,6 +396,34 @@ def rebuild(repo_dir: Path, target: dict[str, Any]) -> tuple[Any, dict[str, Any]
     return built.model, built.concrete_args
 
 
+def rebuild_cpu(repo_dir: Path, target: dict[str, Any]) -> Any:
+    """Build class ``target`` as fxscope built it, on the CPU, torch's generator seeded with 0 as
+    fxscope's worker seeds it (the model its inferred inputs were checked on)."""
+    import torch
+
+    from fxscope.trace.build import build_model
+
+    torch.manual_seed(0)
+    build = target.get("build")
+    if build is not None and build.get("kind") != "defaults":
+        from fxscope.job.construct import rebuild as rebuild_recipe
+
+        return rebuild_recipe(build, str(repo_dir.resolve()), device="cpu")
+    return build_model(import_class(repo_dir, target), device="cpu").model
+
+
+def inferred_kwargs(target: dict[str, Any]) -> dict[str, Any] | None:
+    """The forward's keyword arguments made from the report's inferred ``inputs`` of ``target``
+    (seeded CPU tensors, as fxscope's analyses make them); None when it has none."""
+    from fxscope.trace.examples import real_inputs
+    from fxscope.trace.inputs import InputSpec
+
+    inputs = target.get("inputs")
+    if not inputs:
+        return None
+    return real_inputs({n: InputSpec(tuple(s["shape"]), s["dtype"]) for n, s in inputs["specs"].items()})
+
+
 def innermost_workspace_frame(repo_dir: Path, e: BaseException) -> tuple[str, int] | None:
     """(root-relative file, line) of the innermost frame of ``e``'s traceback inside the workspace."""
     prefix = str(repo_dir.resolve()) + os.sep
@@ -406,15 +455,14 @@ def plain_fx(repo_dir: Path, target: dict[str, Any]) -> dict[str, Any]:
         sys.path.insert(len(entries), str(directory))
     os.chdir(repo_dir)
     sys.argv = [str(repo_dir / target["file"])]  # as fxscope's worker: the file run with no arguments
+    eager = target.get("_eager")
+    if eager is not None:  # the eager re-check, in a process of its own (fx's trace leaves state behind:
+        # einops caches its recipes with the proxies of the trace)
+        return eager_recheck(repo_dir, target, eager["error_type"], eager.get("location"))
     try:
         model, concrete = rebuild(repo_dir, target)
     except BaseException as e:  # noqa: BLE001 - user code may raise anything
         return {"rebuilt": False, "error": f"{type(e).__name__}: {e}"[:500]}
-    eager = target.get("_eager")
-    if eager is not None:  # the eager re-check, in a process of its own (fx's trace leaves state behind:
-        # einops caches its recipes with the proxies of the trace)
-        location = tuple(eager["location"]) if eager.get("location") else None
-        return {"rebuilt": True, "eager": eager_verdict(repo_dir, model, eager["error_type"], location)}
     try:
         torch.fx.symbolic_trace(model, concrete_args=concrete)
     except BaseException as e:  # noqa: BLE001
@@ -453,23 +501,46 @@ def example_inputs(model: Any) -> list[Any]:
     return []
 
 
-def eager_verdict(repo_dir: Path, model: Any, error_type: str, location: Any) -> str:
-    """The same build run eagerly: ``runs`` (the error is fx's), ``same`` (it fails with the same
-    exception at the same line for every input tried: the build's fault), else ``inconclusive``
-    (no input could be made, or it fails elsewhere: a guessed input that does not fit)."""
+def eager_recheck(repo_dir: Path, target: dict[str, Any], error_type: str, location: Any) -> dict[str, Any]:
+    """The same build run eagerly (the verdicts of :func:`eager_verdict`): on the target's inferred
+    inputs when the report has them (the model built on the CPU, as they were checked there), else,
+    or when they leave it inconclusive, on the guessed inputs of :func:`example_inputs` (a meta
+    build). ``by``: the inputs that gave the verdict (``inferred`` or ``guess``)."""
+    where = tuple(location) if location else None
+    if target.get("inputs"):
+        try:
+            model = rebuild_cpu(repo_dir, target)
+            kwargs = inferred_kwargs(target) or {}
+        except BaseException as e:  # noqa: BLE001 - user code may raise anything
+            return {"rebuilt": False, "error": f"{type(e).__name__}: {e}"[:500]}
+        verdict = eager_verdict(repo_dir, lambda _: model(**kwargs), [None], error_type, where)
+        if verdict != "inconclusive":
+            return {"rebuilt": True, "eager": verdict, "by": "inferred"}
+        del model, kwargs
+    try:
+        model, _ = rebuild(repo_dir, target)
+    except BaseException as e:  # noqa: BLE001
+        return {"rebuilt": False, "error": f"{type(e).__name__}: {e}"[:500]}
+    return {"rebuilt": True, "by": "guess",
+            "eager": eager_verdict(repo_dir, model, example_inputs(model), error_type, where)}
+
+
+def eager_verdict(repo_dir: Path, forward: Any, inputs: list[Any], error_type: str,
+                  location: tuple[str, int] | None) -> str:
+    """``forward`` run eagerly on each of ``inputs``: ``runs`` (the error is fx's), ``same`` (it
+    fails with the same exception at the same line for every input tried: the build's fault), else
+    ``inconclusive`` (no input, or it fails elsewhere: an input that does not fit)."""
     import torch
 
-    inputs = example_inputs(model)
     if not inputs:
         return "inconclusive"
     same = 0
     for x in inputs:
         try:
             with torch.no_grad():
-                model(x)
+                forward(x)
         except BaseException as e:  # noqa: BLE001 - model code may raise anything
-            if type(e).__name__ == error_type and innermost_workspace_frame(repo_dir, e) == (
-                    tuple(location) if location else None):
+            if type(e).__name__ == error_type and innermost_workspace_frame(repo_dir, e) == location:
                 same += 1
             continue
         return "runs"
@@ -519,14 +590,21 @@ def agreement(python: str, repo_dir: Path, report: dict[str, Any], timeout: floa
         if ours and not plain["traced"] and target.get("build") is not None and not plain.get("concrete"):
             # an automatic build: is it the build's fault? The same build, eagerly, in a fresh process
             check = dict(target, _eager={"error_type": plain["error"].split(":")[0], "location": plain["location"]})
-            plain["eager"] = plain_fx_in_fresh_process(python, repo_dir, check, timeout).get("eager", "inconclusive")
+            eager = plain_fx_in_fresh_process(python, repo_dir, check, timeout)
+            plain["eager"] = eager.get("eager", "inconclusive")
+            result.eager_targets += 1
+            result.eager_errors += len(ours)
             if plain["eager"] == "runs":
                 result.eager_runs += 1
+                result.eager_runs_inferred += eager.get("by") == "inferred"
             elif plain["eager"] == "same":
                 result.build_faults.append(f"{tid}: eager {plain['error']} at {plain['location']} too "
-                                           f"(built as {target['build']['text']})")
+                                           f"(built as {target['build']['text']}; {eager.get('by')} inputs)")
             else:
                 result.eager_inconclusive += 1
+                why = eager.get("error") or ("the inferred inputs and the guess fail elsewhere" if target.get("inputs")
+                                             else "no inferred inputs; the guess fails elsewhere or none fits")
+                result.eager_unsure.append(f"{tid}: {why}")
         if verbose:
             print(f"    {tid}: plain fx {'traces' if plain['traced'] else 'fails'}, fxscope "
                   f"{len(ours)} error(s)", flush=True)
@@ -538,8 +616,8 @@ def agreement(python: str, repo_dir: Path, report: dict[str, Any], timeout: floa
 def measure(python: str, repo: Repo, repo_dir: Path, args: argparse.Namespace) -> RepoResult:
     cache = Path(tempfile.mkdtemp(prefix="fxscope-zc-cache-"))
     try:
-        report, first = run_check(python, repo_dir, cache, args.check_timeout)
-        again, cached = run_check(python, repo_dir, cache, args.check_timeout)
+        report, first = run_check(python, repo_dir, cache, args.check_timeout, args.analyses)
+        again, cached = run_check(python, repo_dir, cache, args.check_timeout, args.analyses)
     finally:
         shutil.rmtree(cache, ignore_errors=True)
     del again
@@ -547,7 +625,7 @@ def measure(python: str, repo: Repo, repo_dir: Path, args: argparse.Namespace) -
     findings = report["findings"]
     result = RepoResult(
         name=repo.name, kind=repo.kind, classes=len(reached) + len(unreached), reached=len(reached),
-        errors=sum(f["severity"] == "error" for f in findings),
+        errors=sum(is_fx_error(f) for f in findings),
         fxs405=sum(f["code"] == "FXS405" for f in findings),
         by_status=dict(Counter(t["status"] for t in report["targets"])),
         first_s=first, cached_s=cached, targets=len(report["targets"]), unreached=unreached)
@@ -579,9 +657,15 @@ def print_details(r: RepoResult, before: Figures | None) -> None:
     if a:
         for label, items in (("FALSE ERROR", a.false_errors), ("missed failure", a.missed),
                              ("misplaced", a.misplaced), ("not rebuilt", a.not_rebuilt),
-                             ("BUILD'S FAULT (eager fails the same way)", a.build_faults)):
+                             ("BUILD'S FAULT (eager fails the same way)", a.build_faults),
+                             ("eager inconclusive", a.eager_unsure)):
             for item in items:
                 print(f"    {label}: {item}")
+        if a.eager_targets:
+            print(f"    eager re-check: {a.eager_errors} errors in {a.eager_targets} automatic builds; eager ok "
+                  f"(fx's error) {a.eager_runs} ({a.eager_runs_inferred} on inferred inputs, "
+                  f"{a.eager_runs - a.eager_runs_inferred} on the guess); same failure eagerly (the build's "
+                  f"fault) {len(a.build_faults)}; inconclusive {a.eager_inconclusive}")
     if before is not None and before != r.figures():
         print(f"    before: {before}  now: {r.figures()}")
 
@@ -616,7 +700,9 @@ def totals(results: list[RepoResult], python: str) -> None:
               f"{sum(len(a.missed) for a in agreed)}, misplaced {sum(len(a.misplaced) for a in agreed)}, "
               f"not rebuilt {sum(len(a.not_rebuilt) for a in agreed)}")
         print(f"errors of automatic builds re-run eagerly on the same build in a fresh process: "
-              f"{sum(a.eager_runs for a in agreed)} run (fx's error), "
+              f"{sum(a.eager_errors for a in agreed)} errors in {sum(a.eager_targets for a in agreed)} targets; "
+              f"{sum(a.eager_runs for a in agreed)} run (fx's error; "
+              f"{sum(a.eager_runs_inferred for a in agreed)} on inferred inputs), "
               f"{sum(len(a.build_faults) for a in agreed)} fail the same way (the build's fault), "
               f"{sum(a.eager_inconclusive for a in agreed)} inconclusive (no fitting input)")
     befores = [(r, b) for r in results if (b := repos[r.name].before) is not None]
@@ -703,6 +789,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-agreement", dest="agreement", action="store_false",
                         help="skip the plain-fx comparison")
     parser.add_argument("--check-timeout", type=float, default=1800.0, help="seconds per fxscope check")
+    parser.add_argument("--analyses", default="fx,export",
+                        help="fxscope check --analyses: an analysis on real tensors (compile, export) makes "
+                             "fxscope infer each class's example inputs, which the eager re-check runs first; "
+                             "'' for the repository's own setting (fx only: the re-check guesses inputs)")
     parser.add_argument("--plain-timeout", type=float, default=120.0, help="seconds per plain-fx rebuild and trace")
     parser.add_argument("--json", type=Path, help="also write every figure (and the unreached classes) here")
     parser.add_argument("--print-setup", type=Path, metavar="DIR",
