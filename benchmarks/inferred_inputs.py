@@ -163,26 +163,28 @@ def compare(python: str, repo_dir: Path, report: dict[str, Any], limit: int, tim
             notes.append(f"{tid}: eager forward fails: {got.get('error')}")
             continue
         figures["eager_runs"] += 1
-        ours_compile, theirs = target.get("compile"), got.get("compile") or {}
+        analyses = target.get("analyses") or {}  # the report's summaries: analyses.<name>.{ok, counts}
+        ours_compile, theirs = analyses.get("compile"), got.get("compile") or {}
         if ours_compile is not None and "graphs" in theirs:
             figures["compile_compared"] += 1
             ours_lines = _lines(report, tid, "FXS601")
             their_lines = {tuple(x) for x in theirs["lines"]}
-            if ours_compile["graphs"] == theirs["graphs"] and their_lines <= ours_lines:
+            ours_graphs = ours_compile["counts"].get("graphs")
+            if ours_graphs == theirs["graphs"] and their_lines <= ours_lines:
                 figures["compile_agree"] += 1
             else:
-                notes.append(f"{tid}: compile: fxscope {ours_compile['graphs']} graphs, breaks at "
+                notes.append(f"{tid}: compile: fxscope {ours_graphs} graphs, breaks at "
                              f"{sorted(ours_lines)}; torch {theirs['graphs']} graphs, breaks at {sorted(their_lines)}")
-        ours_export, theirs_e = target.get("export"), got.get("export") or {}
+        ours_export, theirs_e = analyses.get("export"), got.get("export") or {}
         if ours_export is not None and "exported" in theirs_e:
             figures["export_compared"] += 1
-            same = ours_export["exported"] == theirs_e["exported"]
+            same = ours_export["ok"] == theirs_e["exported"]
             if same and not theirs_e["exported"] and theirs_e.get("location"):
                 same = tuple(theirs_e["location"]) in _lines(report, tid, "FXS7")
             if same:
                 figures["export_agree"] += 1
             else:
-                notes.append(f"{tid}: export: fxscope exported={ours_export['exported']} at "
+                notes.append(f"{tid}: export: fxscope exported={ours_export['ok']} at "
                              f"{sorted(_lines(report, tid, 'FXS7'))}; torch exported={theirs_e['exported']} at "
                              f"{theirs_e.get('location')} ({theirs_e.get('error', '')[:120]})")
         if verbose:
