@@ -604,6 +604,9 @@ def agreement(python: str, repo_dir: Path, report: dict[str, Any], timeout: floa
                 result.eager_inconclusive += 1
                 why = eager.get("error") or ("the inferred inputs and the guess fail elsewhere" if target.get("inputs")
                                              else "no inferred inputs; the guess fails elsewhere or none fits")
+                tried = [f["message"] for f in report["findings"] if f["code"] == "FXS409" and f["target"] == tid]
+                if tried and not target.get("inputs"):  # what fxscope tried (or that its time ran out)
+                    why += f" (FXS409: {' '.join(tried[0].split())[:240]})"
                 result.eager_unsure.append(f"{tid}: {why}")
         if verbose:
             print(f"    {tid}: plain fx {'traces' if plain['traced'] else 'fails'}, fxscope "
