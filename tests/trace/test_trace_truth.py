@@ -132,18 +132,20 @@ def test_the_worker_resolves_wrap_functions_from_the_config(tmp_path: Path) -> N
     script = textwrap.dedent(f"""
         import json, sys
         from pathlib import Path
+        from fxscope.model.outcome import TargetOutcome
         from fxscope.project.config import Config
+        from fxscope.project.discovery import discover
         from fxscope.worker.runner import run_trace_job
         root = Path({str(tmp_path)!r})
         out = {{}}
         for name, wrap in (("plain", ()), ("wrapped", ("einops:rearrange", "einops.repeat", "no_such_pkg:f"))):
             config = Config(root=root, wrap_functions=wrap)
-            target = {{"id": "heads.py::Heads", "kind": "class", "file": "heads.py", "line": 6,
-                      "module": "heads", "qualname": "Heads", "factory": None, "concrete_args": {{}},
-                      "needs_args": False, "required_args": []}}
+            # the target as discovery makes it (its build candidates included)
+            (target,) = [t.to_json() for t in discover(config).targets if t.qualname == "Heads"]
             body = run_trace_job({{"root": str(root), "config": config.to_json(), "target": target}})
-            out[name] = {{"status": body["status"], "codes": [f["code"] for f in body["findings"]],
-                         "warnings": body["warnings"]}}
+            outcome = TargetOutcome.from_json(body)  # empty warnings are left out of the JSON
+            out[name] = {{"status": outcome.status, "codes": [f.code for f in outcome.findings],
+                         "warnings": list(outcome.warnings)}}
         print(json.dumps(out))
     """)
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
