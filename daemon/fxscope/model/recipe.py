@@ -31,8 +31,8 @@ __all__ = ["INVENTED_KINDS", "Call", "Expr", "Lit", "Ref", "RefExpr", "Recipe", 
            "expr_from_json", "expr_to_json"]
 
 #: Where a recipe came from, in the order sources are preferred when costs tie.
-RECIPE_KINDS = ("defaults", "annotation", "config-class", "call-site", "docstring", "readme", "vocabulary",
-                "placeholder")
+RECIPE_KINDS = ("defaults", "annotation", "config-class", "call-site", "docstring", "readme", "config-file",
+                "vocabulary", "placeholder")
 #: Kinds whose values fxscope made up (no call site of the class says them): a build from one is a
 #: hypothesis, rejected when its failure comes from such a value (see ``fxscope.job.hypothesis``).
 INVENTED_KINDS = ("vocabulary", "placeholder")
@@ -234,6 +234,8 @@ class Recipe:
             return f"from the annotation at {self.origin}"
         if self.kind == "config-class":
             return f"from its config_class at {self.origin}"
+        if self.kind == "config-file":
+            return f"from the config at {self.origin}"
         if self.kind == "vocabulary":
             return (f"with invented values: {self.invented_values()} (no call site found; what the workspace "
                     f"passes for these names elsewhere, {self.origin})")

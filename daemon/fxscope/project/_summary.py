@@ -19,17 +19,18 @@ from typing import Any, Iterable, Union
 
 from ._names import dotted_name
 from .callsites import CallSite, markdown_examples, python_examples
+from .config_files import is_config_file, yaml_examples
 from .forward_calls import ForwardSite, forward_sites, markdown_forward_sites
 from .files import is_racy
 from .notebooks import CellIndex, NotebookError, is_notebook, notebook_tree, read_notebook
 from .toplevel import is_main_guard, is_script, plan
 from .work import TopLevel
 
-__all__ = ["SUMMARY_FORMAT", "ClassInfo", "Summary", "cache_stats", "clear_cache", "file_kind", "is_markdown",
+__all__ = ["SUMMARY_FORMAT", "ClassInfo", "Summary", "cache_stats", "clear_cache", "file_kind", "is_example_text", "is_markdown",
            "summary_of_bytes", "summary_of_file", "summary_of_text"]
 
 #: Version of :meth:`Summary.to_json`; persisted summaries of another version are not used.
-SUMMARY_FORMAT = 11
+SUMMARY_FORMAT = 12
 
 #: Markdown files longer than this are not read for examples.
 MAX_MARKDOWN_CHARS = 1 << 20
@@ -497,6 +498,15 @@ def summarize_markdown(source: str | bytes) -> Summary:
                    forwards=tuple(markdown_forward_sites(text)))
 
 
+def summarize_yaml(source: str | bytes) -> Summary:
+    """The summary of a YAML config file: the constructions its model mappings describe and its
+    plain keyword values (see :mod:`fxscope.project.config_files`)."""
+    _STATS["parses"] += 1
+    text = source if isinstance(source, str) else source.decode("utf-8", "replace")
+    sites, keywords = yaml_examples(text)
+    return Summary({}, (), {}, (), calls=sites, keywords=keywords)
+
+
 # ---------------------------------------------------------------------------------------------
 # cache
 
@@ -519,13 +529,23 @@ def is_markdown(path: str | Path) -> bool:
     return str(path).endswith(".md")
 
 
+def is_example_text(path: str | Path) -> bool:
+    """Whether a workspace file is read only for the constructions it shows (a Markdown file's
+    code blocks, a YAML config's model mappings): no module, no binding, no target."""
+    return is_markdown(path) or is_config_file(str(path))
+
+
 def file_kind(path: str | Path) -> str:
-    """How a workspace file is read: ``md`` (Markdown: its code blocks), ``nb`` (a notebook's code
-    cells) or ``py``."""
-    return "md" if is_markdown(path) else "nb" if is_notebook(path) else "py"
+    """How a workspace file is read: ``md`` (Markdown: its code blocks), ``yaml`` (a config's
+    model mappings), ``nb`` (a notebook's code cells) or ``py``."""
+    if is_markdown(path):
+        return "md"
+    if is_config_file(str(path)):
+        return "yaml"
+    return "nb" if is_notebook(path) else "py"
 
 
-_SUMMARIZE = {"py": summarize, "md": summarize_markdown, "nb": summarize_notebook}
+_SUMMARIZE = {"py": summarize, "md": summarize_markdown, "yaml": summarize_yaml, "nb": summarize_notebook}
 
 
 def _by_content(data: bytes, source: str | bytes | None = None, kind: str = "py") -> tuple[bytes, Summary]:

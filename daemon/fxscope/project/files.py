@@ -4,8 +4,8 @@ Patterns follow gitignore conventions: a pattern without ``/`` matches a file or
 any depth (``.venv``, ``*.egg-info``, ``*.py``); a pattern with ``/`` is anchored at the root and
 ``**`` spans any number of directories (``tests/**/fixtures``, ``**/*.py``). The workspace's files
 are its included ``.py`` files and Jupyter notebooks (``.ipynb``); its Markdown files that are not
-excluded (``README.md``, ``docs/**/*.md``) are listed too when asked for, read only for the
-examples in their code blocks.
+excluded (``README.md``, ``docs/**/*.md``) and its YAML configs are listed too when asked for, read only for the
+constructions they show (code blocks, model mappings).
 Excluded directories are pruned during the walk, so a large ``.venv`` costs nothing.
 
 >>> from fxscope.project.config import Config
@@ -25,11 +25,13 @@ from pathlib import Path
 
 from .config import Config
 
-__all__ = ["ABSENT", "RACY_NS", "is_example", "is_included", "is_racy", "is_under", "module_name_for", "relpath",
+__all__ = ["ABSENT", "EXAMPLE_SUFFIXES", "RACY_NS", "is_example", "is_included", "is_racy", "is_under", "module_name_for", "relpath",
            "workspace_files", "workspace_rels"]
 
 #: Workspace files fxscope imports: Python modules and Jupyter notebooks.
 _SOURCE_SUFFIXES = (".py", ".ipynb")
+#: Files read only for the constructions they show: README and docs Markdown, YAML configs.
+EXAMPLE_SUFFIXES = (".md", ".yaml", ".yml")
 
 #: A file modified this recently may change again within the same timestamp tick without its
 #: (mtime, size, inode) changing, so a cache keyed by that signature must not trust it yet
@@ -138,7 +140,7 @@ def _dir_excluded(config: Config, rel_dir: str) -> bool:
 
 
 def _file_wanted(config: Config, rel: str, examples: bool = False) -> bool:
-    if rel.endswith(".md"):
+    if rel.endswith(EXAMPLE_SUFFIXES):
         return examples and not _matches(config.exclude, rel)
     return (
         rel.endswith(_SOURCE_SUFFIXES)
@@ -149,14 +151,14 @@ def _file_wanted(config: Config, rel: str, examples: bool = False) -> bool:
 
 def workspace_files(config: Config, *, examples: bool = False) -> list[Path]:
     """Every included ``.py`` and ``.ipynb`` file under ``config.root`` (and, with ``examples``,
-    every Markdown file not excluded), sorted, absolute."""
+    every Markdown and YAML file not excluded), sorted, absolute."""
     root = str(config.root)
     return [Path(root, rel) for rel in workspace_rels(config, examples=examples)]
 
 
 def workspace_rels(config: Config, *, examples: bool = False) -> list[str]:
     """Every included ``.py`` and ``.ipynb`` file under ``config.root`` (and, with ``examples``,
-    every Markdown file not excluded) as a sorted root-relative posix path."""
+    every Markdown and YAML file not excluded) as a sorted root-relative posix path."""
     root = str(config.root)
     real_root = os.path.realpath(root)
     found: list[str] = []
@@ -178,7 +180,7 @@ def workspace_rels(config: Config, *, examples: bool = False) -> list[str]:
             if is_dir:
                 if not _dir_excluded(config, rel):
                     todo.append(rel + "/")
-            elif entry.name.endswith((".py", ".ipynb", ".md")) and _file_wanted(config, rel, examples):
+            elif entry.name.endswith((*_SOURCE_SUFFIXES, *EXAMPLE_SUFFIXES)) and _file_wanted(config, rel, examples):
                 if entry.is_symlink() and not _inside(real_root, entry.path):
                     continue  # a link out of the workspace: never imported nor traced
                 found.append(rel)
@@ -233,9 +235,9 @@ def is_included(config: Config, path: Path | str) -> bool:
 
 
 def is_example(config: Config, path: Path | str) -> bool:
-    """Whether ``path`` is a workspace Markdown file read for the examples of its code blocks."""
+    """Whether ``path`` is a workspace Markdown or YAML file read for the constructions it shows."""
     rel = relpath(config, path)
-    if not rel.endswith(".md") or rel.startswith("/") or rel.startswith("../"):
+    if not rel.endswith(EXAMPLE_SUFFIXES) or rel.startswith("/") or rel.startswith("../"):
         return False
     parts = rel.split("/")
     if any(_dir_excluded(config, "/".join(parts[:i])) for i in range(1, len(parts))):

@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Any, Iterable
 from fxscope.model.recipe import Call, DictExpr, Expr, Lit, Recipe, Ref, RefExpr, Seq, Setattrs, render_python
 
 from . import policy
-from ._summary import ClassInfo, Summary, is_markdown
+from ._summary import ClassInfo, Summary, is_example_text
 from .notebooks import is_notebook
 
 if TYPE_CHECKING:
@@ -219,7 +219,7 @@ class RecipeIndex:
             except (_Unresolved, RecursionError):
                 continue
             self._learn(expr, site.line, learned, networks)
-            if key is not None:
+            if key is not None and (site.kind != "config-file" or self._configures(key, expr)):
                 sites.append((key, self.recipe(expr, site.kind, rel, site.line, site.text)))
         fact = _FileFacts(tuple(sites), tuple(learned), tuple(networks),
                           tuple((name, Lit(value), line) for name, value, line in summary.keywords),
@@ -383,7 +383,7 @@ class RecipeIndex:
         ws = self.ws
         if module == "":
             summary = ws.summaries.get(rel)
-            if is_markdown(rel) or summary is None:
+            if is_example_text(rel) or summary is None:
                 return self._markdown_lookup(path)
             if path[0] not in summary.bindings and not summary.stars:
                 if path[0] in _BUILTINS:
@@ -660,6 +660,14 @@ class RecipeIndex:
 
     def _info(self, key: _ClassKey) -> ClassInfo:
         return self.ws.summaries[key.rel].classes[key.name]
+
+    def _configures(self, key: _ClassKey, call: Call) -> bool:
+        """Whether a YAML mapping that names ``key`` gives what its constructor requires (a
+        ``logging_params`` mapping that only shares the model's ``name`` does not)."""
+        info = self._info(key)
+        given = {name for name, _ in call.kwargs}
+        required = info.kwargs_reads if info.kwargs_reads is not None else info.init_required or ()
+        return bool(given) and all(p in given for p in required if not p.startswith(("*", "<")))
 
     def _values_for(self, key: _ClassKey, annotation: str) -> list[tuple[Expr, str]]:
         """Values to pass for a parameter annotated ``annotation`` in ``key``'s file."""

@@ -36,6 +36,7 @@ from fxscope.graphview.document import GraphDocument
 from fxscope.model import ClassSummary, GraphView, NodeInfo, Report, Snapshot
 from fxscope.project.config import Config, ConfigError
 from fxscope.project.discovery import Discovery, Target
+from fxscope.project.files import EXAMPLE_SUFFIXES
 from fxscope.report.factories import FactoryPlan, plans_from_results
 from fxscope.session.clock import Clock, MonotonicClock
 from fxscope.session.data import FileFindings, ProgressEvent, ResultsEvent, SessionSettings, WorkspaceStatus
@@ -203,7 +204,7 @@ class Workspace:
                 self.reload_config()
                 continue
             rel = self._rel(ab)
-            if ab.suffix not in (".py", ".ipynb", ".md") or rel.startswith(("/", "../")):  # .md: README examples
+            if not ab.name.endswith((".py", ".ipynb", *EXAMPLE_SUFFIXES)) or rel.startswith(("/", "../")):
                 continue
             self._life.engine.hasher.invalidate(rel)
             self.targets.file_changed(self.config, rel, ab)
