@@ -1,5 +1,6 @@
-"""A worker fault's fields are read as typed values: the job's own process (model code) writes part
-of a fault, so any JSON there gives a located FXS404, never an internal error of fxscope."""
+"""A worker fault's fields are read strictly: the job's own process (model code) writes part of a
+fault, so any JSON there gives a located FXS404 (a malformed one: a crash that says so), never an
+internal error of fxscope."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from engine_support import locate, run_check, write_tree
-from fxscope.engine.faults import StackFrame, WorkerFault, fault_result
+from fxscope.engine.faults import cacheable, fault_result, read_fault
+from fxscope.model.fault import Fault, Frame
 
 FALLBACK = {"file": "/ws/m.py", "line": 4}
 
@@ -30,7 +32,7 @@ fault_dicts = st.fixed_dictionaries(
 @settings(max_examples=300, deadline=None)
 @given(fault_dicts)
 def test_any_fault_dict_gives_one_located_fxs404_or_fxs403(raw: dict) -> None:
-    outcome = fault_result(WorkerFault.from_json(raw), FALLBACK, "/ws")
+    outcome = fault_result(read_fault(raw), FALLBACK, "/ws")
     (finding,) = outcome.findings
     assert finding.code in ("FXS403", "FXS404") and outcome.status == "error" and outcome.fault
     assert finding.location.file == "/ws/m.py" and isinstance(finding.location.line, int) and finding.location.line >= 1
@@ -38,23 +40,31 @@ def test_any_fault_dict_gives_one_located_fxs404_or_fxs403(raw: dict) -> None:
 
 
 def test_well_formed_fields_are_kept_and_the_innermost_workspace_frame_wins() -> None:
-    fault = WorkerFault.from_json({
+    fault = read_fault({
         "fault": "exception", "type": "ValueError", "message": "bad", "output": "printed\n",
-        "traceback": [{"file": "/ws/m.py", "line": 9, "name": "forward"}, {"file": "/ws/m.py", "line": True},
-                      {"file": "/lib/site-packages/x.py", "line": 3}],
+        "traceback": [{"file": "/ws/m.py", "line": 9, "name": "forward"}, {"file": "/ws/m.py", "line": None, "name": "f"},
+                      {"file": "/lib/site-packages/x.py", "line": 3, "name": "g"}],
     })
-    assert fault.traceback == (StackFrame("/ws/m.py", 9, "forward"), StackFrame("/lib/site-packages/x.py", 3))
+    assert fault.traceback == (Frame("/ws/m.py", 9, "forward"), Frame("/ws/m.py", None, "f"),
+                               Frame("/lib/site-packages/x.py", 3, "g"))
     outcome = fault_result(fault, FALLBACK, "/ws")
     assert outcome.output == "printed\n" and outcome.fault == "exception"
     assert (outcome.findings[0].location.line, outcome.findings[0].message) == (
         9, "the tracing process failed: ValueError: bad")
 
 
+def test_a_malformed_fault_is_a_crash_that_says_so() -> None:
+    fault = read_fault({"fault": "exception", "type": "ValueError", "traceback": [{"file": "/ws/m.py", "line": "9"}]})
+    assert fault.kind == "crash" and "not a well-formed fault" in (fault.message or "")
+    assert not cacheable(fault)  # nothing was learnt about the model
+    assert fault_result(fault, FALLBACK, "/ws").findings[0].location.line == 4
+
+
 def test_only_faults_of_the_jobs_own_process_are_cached() -> None:
-    assert [WorkerFault(kind).cacheable for kind in ("exception", "exit", "timeout", "cancelled", "unknown")] == [
-        True, True, True, False, False]
-    assert not WorkerFault("crash", message="the worker died").cacheable
-    assert WorkerFault("crash", exit_code=3).cacheable and WorkerFault("crash", signal=9).cacheable
+    assert [cacheable(Fault(kind)) for kind in ("exception", "exit", "timeout", "cancelled")] == [
+        True, True, True, False]
+    assert not cacheable(Fault("crash", message="the worker died"))
+    assert cacheable(Fault("crash", exit_code=3)) and cacheable(Fault("crash", signal=9))
 
 
 HOSTILE = {

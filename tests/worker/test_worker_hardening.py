@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from fxscope.engine.faults import WorkerFault, fault_result
+from fxscope.engine.faults import fault_result, read_fault
 from fxscope.worker import WorkerPool
 from fxscope.worker import pool as pool_module
 from fxscope.worker import reaper
@@ -150,7 +150,7 @@ def test_output_flood_is_bounded_on_disk_and_in_the_result(pool):
 def test_system_exit_keeps_its_message(pool, tmp_path):
     raw = pool.submit({"runner": zoo("exit_with_message"), "timeout": 60}).result(60)
     assert raw["fault"] == "exit" and raw["message"] == "the config file is missing"
-    body = fault_result(WorkerFault.from_json(raw), {"file": str(tmp_path / "m.py"), "line": 1}, str(tmp_path))
+    body = fault_result(read_fault(raw), {"file": str(tmp_path / "m.py"), "line": 1}, str(tmp_path))
     assert "the config file is missing" in body.findings[0].message
 
 

@@ -28,7 +28,8 @@ from fxscope import __version__
 from fxscope.errors import CheckInterrupted, TorchUnavailableError, WorkerStartError
 from fxscope.cache import FileHasher, ResultCache, claim_directory, hash_json, hash_text
 from fxscope.engine.dispatch import Dispatcher
-from fxscope.engine.faults import WorkerFault, fault_result
+from fxscope.engine.faults import cacheable, fault_result, read_fault
+from fxscope.model.fault import Fault
 from fxscope.engine.results import CheckResult, TargetResult, drop_covered_skips, relativize, skipped_result
 from fxscope.engine.workspace_state import WorkspaceState
 from fxscope.project.config import Config, load_config, target_line
@@ -478,19 +479,19 @@ class Engine:
         (:meth:`TargetOutcome.from_json`): a malformed answer (user code may have patched json,
         ...) becomes an FXS404 finding, never a crash and never a result it did not say."""
         duration = getattr(handle, "duration_ms", None) or (time.perf_counter() - start) * 1000
-        fault = WorkerFault.from_json(raw) if "fault" in raw else None
+        fault = read_fault(raw) if "fault" in raw else None
         body = raw if fault is None else fault_result(fault, self._fallback(t), str(self.root)).to_json()
         try:
             outcome, body = self._read_body(t, body)
         except (WireError, TypeError, RecursionError) as problem:  # TypeError: an unhashable key, ...
             output = raw.get("output")
-            fault = WorkerFault("crash", message=f"the tracing process returned a malformed result ({problem})",
-                                output=output if isinstance(output, str) else "")
+            fault = Fault("crash", message=f"the tracing process returned a malformed result ({problem})",
+                          output=output if isinstance(output, str) else None)
             outcome, body = self._read_body(t, fault_result(fault, self._fallback(t), str(self.root)).to_json())
         if fault is not None:
-            deps, cacheable = self._static_deps(t, discovery, digests), fault.cacheable
+            deps, keep = self._static_deps(t, discovery, digests), cacheable(fault)
         else:
-            deps, cacheable = dict(outcome.files), True
+            deps, keep = dict(outcome.files), True
             if t.file and t.file not in deps:
                 h = self.hasher.hash(t.file, digests)
                 if h:
@@ -498,7 +499,7 @@ class Engine:
         self._warn(outcome.warnings, warned)
         if preload_deps:
             deps.update(preload_deps)
-        return TargetResult(t, outcome, cached=False, duration_ms=duration), (deps if cacheable else {}), body
+        return TargetResult(t, outcome, cached=False, duration_ms=duration), (deps if keep else {}), body
 
     def _read_body(self, t: Target, body: dict[str, Any]) -> tuple[TargetOutcome, dict[str, Any]]:
         """``body`` (a job's answer, absolute paths) as the cache keeps it (root-relative paths,

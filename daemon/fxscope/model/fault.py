@@ -110,9 +110,8 @@ class Fault:
     def from_json(cls, raw: Mapping[str, object]) -> Fault:
         """Read a fault strictly: ``ValueError`` names the first field that is not as written."""
         kind = raw.get("fault")
-        if kind not in FAULTS:
+        if not isinstance(kind, str) or kind not in FAULTS:  # a list is unhashable: no `in` before the type
             raise ValueError(f"unknown fault {kind!r}")
-        assert isinstance(kind, str)
         return cls(
             kind, _opt(raw, "message", str), _opt(raw, "exit_code", int), _opt(raw, "signal", int),
             _opt(raw, "signal_name", str), _number(raw, "timeout"), _number(raw, "cpu_s"), _opt(raw, "type", str),
