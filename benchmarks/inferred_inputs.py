@@ -45,7 +45,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 from zero_config import (  # noqa: E402 - the corpus helpers of the zero-config benchmark
-    DAEMON_DIR, TRACED, clean_env, inferred_kwargs, innermost_workspace_frame, python_path, rebuild_cpu,
+    DAEMON_DIR, TRACED, all_sites, clean_env, inferred_kwargs, innermost_workspace_frame, python_path, rebuild_cpu,
 )
 
 
@@ -135,7 +135,7 @@ def truth_in_fresh_process(python: str, repo_dir: Path, target: dict[str, Any], 
 
 def _lines(report: dict[str, Any], tid: str, prefix: str) -> set[tuple[str, int]]:
     out = set()
-    for f in report["findings"]:
+    for f in all_sites(report["findings"]):  # a grouped library failure's other lines are its sites
         targets = {f.get("target")} | {s.get("target") for s in f.get("scopes") or ()}
         if tid in targets and f["code"].startswith(prefix):
             out.add((f["file"], f["line"]))

@@ -30,6 +30,11 @@ from pathlib import Path
 DAEMON = Path(__file__).resolve().parent.parent / "daemon"
 
 
+def all_sites(findings: list[dict]) -> list[dict]:
+    """Every finding and every site of a grouped one (one library cause shown once per file)."""
+    return [x for f in findings for x in (f, *all_sites(f.get("sites") or []))]
+
+
 @dataclass
 class Case:
     """One model file of a repository, a factory for it, and the fixes that make plain fx trace."""
@@ -137,7 +142,7 @@ def _fxscope(root: Path) -> dict:
 
 def _errors(report: dict, target: str) -> set[tuple[str, int]]:
     out = set()
-    for f in report["findings"]:
+    for f in all_sites(report["findings"]):  # a grouped library failure's other lines are its sites
         if f["severity"] == "error" and target in (f.get("targets") or [f["target"]]):
             out.add((f["file"], f["line"]))
             if f.get("anchor"):

@@ -306,11 +306,21 @@ def is_fx_error(finding: dict[str, Any]) -> bool:
     return finding["severity"] == "error" and not finding["code"].startswith(NOT_FX)
 
 
+def all_sites(findings: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Every finding of the report and every site of a grouped one (a library failure reached from
+    several lines of a file is one finding whose other lines are its ``sites``)."""
+    out = []
+    for f in findings:
+        out.append(f)
+        out.extend(all_sites(f.get("sites") or []))
+    return out
+
+
 def errors_by_target(report: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
-    """fx error findings per target id. One finding covers every target it was seen in: its own
-    ``target`` and the ``target`` of each of its scopes."""
+    """fx error findings per target id, grouped findings' sites included. One finding covers every
+    target it was seen in: its own ``target`` and the ``target`` of each of its scopes."""
     out: dict[str, list[dict[str, Any]]] = {}
-    for finding in report["findings"]:
+    for finding in all_sites(report["findings"]):
         if is_fx_error(finding):
             targets = {finding["target"]} | {s["target"] for s in finding.get("scopes") or () if s.get("target")}
             for target in targets:
