@@ -245,6 +245,9 @@ class Agreement:
     #: fx's), fails the same way (the build's fault: must stay empty), or no input fitted.
     eager_runs: int = 0
     build_faults: list[str] = field(default_factory=list)
+    #: The same, for a build the repository wrote (its defaults, a config, a call site): nothing was
+    #: made up, so the eager failure is the model's own (it needs a setup call before forward, say).
+    eager_fails_too: list[str] = field(default_factory=list)
     eager_inconclusive: int = 0
     eager_targets: int = 0  # the targets re-checked
     eager_errors: int = 0  # their fx errors
@@ -608,8 +611,10 @@ def agreement(python: str, repo_dir: Path, report: dict[str, Any], timeout: floa
                 result.eager_runs += 1
                 result.eager_runs_inferred += eager.get("by") == "inferred"
             elif plain["eager"] == "same":
-                result.build_faults.append(f"{tid}: eager {plain['error']} at {plain['location']} too "
-                                           f"(built as {target['build']['text']}; {eager.get('by')} inputs)")
+                note = (f"{tid}: eager {plain['error']} at {plain['location']} too "
+                        f"(built as {target['build']['text']}, {target['build']['kind']}; {eager.get('by')} inputs)")
+                invented = target["build"]["kind"] in INVENTED_KINDS
+                (result.build_faults if invented else result.eager_fails_too).append(note)
             else:
                 result.eager_inconclusive += 1
                 why = eager.get("error") or ("the inferred inputs and the guess fail elsewhere" if target.get("inputs")
@@ -655,7 +660,8 @@ def fmt_status(by_status: dict[str, int]) -> str:
 def print_row(r: RepoResult) -> None:
     a = r.agreement
     agree = (f"{a.agree}/{a.compared} fe{len(a.false_errors)} mi{len(a.missed)} mp{len(a.misplaced)}"
-             f" nr{len(a.not_rebuilt)} eager r{a.eager_runs} bf{len(a.build_faults)} ?{a.eager_inconclusive}"
+             f" nr{len(a.not_rebuilt)} eager r{a.eager_runs} bf{len(a.build_faults)} ef{len(a.eager_fails_too)}"
+             f" ?{a.eager_inconclusive}"
              ) if a else "-"
     print(f"{r.name:40} {r.classes:5} {r.reached:5} {r.share:6.1%} {r.errors:5} {r.fxs405:5} "
           f"{fmt_status(r.by_status):24} {r.first_s:7.1f} {r.cached_s:6.2f}  {agree}", flush=True)
@@ -671,6 +677,7 @@ def print_details(r: RepoResult, before: Figures | None) -> None:
         for label, items in (("FALSE ERROR", a.false_errors), ("missed failure", a.missed),
                              ("misplaced", a.misplaced), ("not rebuilt", a.not_rebuilt),
                              ("BUILD'S FAULT (eager fails the same way)", a.build_faults),
+                             ("eager fails too (a written build: the model's own failure)", a.eager_fails_too),
                              ("eager inconclusive", a.eager_unsure)):
             for item in items:
                 print(f"    {label}: {item}")
@@ -678,7 +685,8 @@ def print_details(r: RepoResult, before: Figures | None) -> None:
             print(f"    eager re-check: {a.eager_errors} errors in {a.eager_targets} automatic builds; eager ok "
                   f"(fx's error) {a.eager_runs} ({a.eager_runs_inferred} on inferred inputs, "
                   f"{a.eager_runs - a.eager_runs_inferred} on the guess); same failure eagerly (the build's "
-                  f"fault) {len(a.build_faults)}; inconclusive {a.eager_inconclusive}")
+                  f"fault) {len(a.build_faults)}; same failure on a written build (the model's own) "
+                  f"{len(a.eager_fails_too)}; inconclusive {a.eager_inconclusive}")
     if before is not None and before != r.figures():
         print(f"    before: {before}  now: {r.figures()}")
 
