@@ -28,7 +28,7 @@ from fxscope.model import ClassSummary, Finding, GraphView, Location, NodeInfo, 
 from fxscope.model.outcome import ANALYSIS_FX
 from fxscope.project.discovery import FileError, Target
 from fxscope.report.build import file_error_finding, merge_findings, target_findings
-from fxscope.report.locations import sort_key
+from fxscope.report.locations import is_own_target, sort_key
 from fxscope.report.causes import group_by_cause
 from fxscope.report.filters import is_suppressed
 from fxscope.report.locations import SourceCache, absolute_path
@@ -317,11 +317,12 @@ class ResultStore:
     def nodes_at(self, file: str, line: int, view: BufferView | None = None) -> list[NodeInfo]:
         """Graph nodes produced by ``line`` of ``file``, over every target and instance; with
         ``view``, ``line`` is a line of its buffer, and each target's nodes are those of the line
-        it was in the version that target was traced for (none for a line inserted or edited since)."""
+        it was in the version that target was traced for (none for a line inserted or edited since).
+        The nodes of the file's own class targets come first (a hover describes them first)."""
         key = self._key(file)
         with self._lock:
             if view is None or not view.tracks(key):
-                return self._nodes.at(file, line)
+                return _own_first(self._nodes.at(file, line), file)
             by_version: dict[int | None, set[str]] = {}
             for tid in self._dependents.get(file, ()):
                 by_version.setdefault(self._results[tid].versions.get(file), set()).add(tid)
@@ -331,7 +332,7 @@ class ResultStore:
                 old = lines.back(line) if lines is not None else None
                 if old is not None:
                     out.extend(n for n in self._nodes.at(file, old) if n.target_id in tids)
-            return out
+            return _own_first(out, file)
 
     def status(self, target_id: str) -> str | None:
         """The status of the stored result of ``target_id`` (None: never traced)."""
@@ -418,6 +419,11 @@ class ResultStore:
                               graphs=outcome.graphs.to_json() if outcome.graphs is not None else (),
                               modules=[m.to_json() for m in outcome.modules],
                               findings=[f.to_json() for f in stored.findings], module=module)
+
+
+def _own_first(nodes: list[NodeInfo], file: str) -> list[NodeInfo]:
+    """``nodes`` with those of ``file``'s own class targets first (stable otherwise)."""
+    return sorted(nodes, key=lambda n: not is_own_target(n.target_id, file))
 
 
 def _built_from_defaults(result: TargetResult) -> bool:
