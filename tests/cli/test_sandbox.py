@@ -295,3 +295,34 @@ def build():
     refused = [f for f in report["findings"] if f["code"] == "FXS408"]
     assert [(f["file"], f["line"]) for f in refused] == [("compiled.py", 11)], report["findings"]
     assert not any(f["code"] == "FXS603" for f in report["findings"])
+
+
+@needs_landlock
+@pytest.mark.slow
+def test_the_export_analysis_runs_sandboxed_and_its_refusal_is_fxs408(workspace: Workspace) -> None:
+    for name in [*IMPORT_MODULES, "traced.py", "swallows.py", "allowed.py"]:
+        (workspace.root / name).unlink()
+    (workspace.root / "exported.py").write_text(HEADER + """
+
+class Exported(nn.Module):
+    def forward(self, x):
+        Path(__file__).with_name("written_while_exported.txt").write_text("e")
+        return x * 2
+
+
+def build():
+    return Exported(), {}, {"x": torch.randn(2, 3)}
+""")
+    (workspace.root / "pyproject.toml").write_text(
+        '[tool.fxscope]\nauto-targets = false\n\n[tool.fxscope.targets.exported]\nfactory = "exported:build"\n'
+        'analyses = ["export"]\n')
+    report, _ = workspace.check()
+    assert not (workspace.root / "written_while_exported.txt").exists()
+    refused = [f for f in report["findings"] if f["code"] == "FXS408"]
+    assert [(f["file"], f["line"]) for f in refused] == [("exported.py", 11)], report["findings"]
+    assert "fxscope's sandbox blocked" in refused[0]["message"]
+    assert not any(f["code"] == "FXS704" for f in report["findings"]), report["findings"]
+    # without the sandbox the same export writes (so the assertions above can fail)
+    report, _ = workspace.check("--no-sandbox", "--no-cache")
+    assert (workspace.root / "written_while_exported.txt").exists()
+    assert not any(f["code"] == "FXS408" for f in report["findings"]), report["findings"]
