@@ -19,6 +19,7 @@ import threading
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 from pathlib import Path
 
 from fxscope.cache import hash_json
@@ -406,19 +407,53 @@ class ResultStore:
         return GraphView(target_id, module, status, tuple((g.module, g.nodes) for g in graphs),
                          stored.findings, edges)
 
-    def graph_document(self, target_id: str, module: str | None, pending: bool) -> GraphDocument:
+    def graph_document(self, target_id: str, module: str | None, pending: bool,
+                       view: BufferView | None = None) -> GraphDocument:
         """The graph document (version 1, docs/graph-format.md) of one target, or of one module
-        in it; raises GraphModuleError for a module it does not have."""
+        in it; raises GraphModuleError for a module it does not have. With ``view``, every line it
+        names (nodes, graph ends, modules, findings) is where that line is in ``view``'s buffers
+        now, so a click goes where the code is; a line edited since loses its place (no ``line``:
+        nothing to go to) and a finding on it is withheld, as in the diagnostics."""
         stored = self.get(target_id)
         if stored is None:  # nothing known about its modules yet: an empty document of the one asked for
             doc = build_document(target_id, status="pending", graphs=())
             doc["module"] = module
             return doc
         outcome = stored.result.outcome
-        return build_document(target_id, status="pending" if pending else outcome.status,
-                              graphs=outcome.graphs.to_json() if outcome.graphs is not None else (),
-                              modules=[m.to_json() for m in outcome.modules],
-                              findings=[f.to_json() for f in stored.findings], module=module)
+        findings: Sequence[Finding] = stored.findings
+        if view is not None:
+            with self._lock:
+                findings = [m for m in (self._moved(f, stored.versions, view) for f in findings) if m is not None]
+        doc = build_document(target_id, status="pending" if pending else outcome.status,
+                             graphs=outcome.graphs.to_json() if outcome.graphs is not None else (),
+                             modules=[m.to_json() for m in outcome.modules],
+                             findings=[f.to_json() for f in findings], module=module)
+        if view is not None:
+            places = [*(n for g in doc["graphs"] for n in g["nodes"]), *(g["ends"] for g in doc["graphs"] if "ends" in g),
+                      *doc["modules"]]
+            for place in places:
+                self._move_place(place, stored.versions, view)
+        return doc
+
+    def _move_place(self, place: dict[str, Any], versions: Mapping[str, int | None], view: BufferView) -> None:
+        """A document entry's ``file``/``line`` mapped to ``view``'s buffer (``line`` dropped, and
+        its column range with it, when that line was edited since)."""
+        file, line = place.get("file"), place.get("line")
+        if not isinstance(file, str) or not isinstance(line, int) or not line or "cell" in place:
+            return
+        key = self._key(file)
+        if not view.tracks(key):
+            return
+        lines = view.line_map(key, versions.get(file))
+        now = lines.line(line) if lines is not None else None
+        if now is None:
+            for name in ("line", "column", "end_line", "end_column"):
+                place.pop(name, None)
+        elif now != line:
+            end = place.get("end_line")
+            place["line"] = now
+            if isinstance(end, int):
+                place["end_line"] = end + now - line
 
 
 def _own_first(nodes: list[NodeInfo], file: str) -> list[NodeInfo]:

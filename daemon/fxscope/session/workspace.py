@@ -283,7 +283,7 @@ class Workspace:
         in it, as the HTML report draws it: graphs, the modules with their status, the target's
         findings. ``status`` is ``pending`` while it is being traced or was never traced. Raises
         KeyError for an unknown target, GraphModuleError for a module it does not have."""
-        return self.store.graph_document(target_id, module, self._pending(target_id))
+        return self.store.graph_document(target_id, module, self._pending(target_id), self.documents.view())
 
     def target_for_class(self, path: Path, line: int) -> str | None:
         """The id of the class target defined at ``line`` of ``path`` (a line of its buffer) or
