@@ -295,3 +295,96 @@ def build():
     refused = [f for f in report["findings"] if f["code"] == "FXS408"]
     assert [(f["file"], f["line"]) for f in refused] == [("compiled.py", 11)], report["findings"]
     assert not any(f["code"] == "FXS603" for f in report["findings"])
+
+
+@needs_landlock
+@pytest.mark.slow
+def test_the_export_analysis_runs_sandboxed_and_its_refusal_is_fxs408(workspace: Workspace) -> None:
+    for name in [*IMPORT_MODULES, "traced.py", "swallows.py", "allowed.py"]:
+        (workspace.root / name).unlink()
+    (workspace.root / "exported.py").write_text(HEADER + """
+
+class Exported(nn.Module):
+    def forward(self, x):
+        Path(__file__).with_name("written_while_exported.txt").write_text("e")
+        return x * 2
+
+
+def build():
+    return Exported(), {}, {"x": torch.randn(2, 3)}
+""")
+    (workspace.root / "pyproject.toml").write_text(
+        '[tool.fxscope]\nauto-targets = false\n\n[tool.fxscope.targets.exported]\nfactory = "exported:build"\n'
+        'analyses = ["export"]\n')
+    report, _ = workspace.check()
+    assert not (workspace.root / "written_while_exported.txt").exists()
+    refused = [f for f in report["findings"] if f["code"] == "FXS408"]
+    assert [(f["file"], f["line"]) for f in refused] == [("exported.py", 11)], report["findings"]
+    assert "fxscope's sandbox blocked" in refused[0]["message"]
+    assert not any(f["code"] == "FXS704" for f in report["findings"]), report["findings"]
+    # without the sandbox the same export writes (so the assertions above can fail)
+    report, _ = workspace.check("--no-sandbox", "--no-cache")
+    assert (workspace.root / "written_while_exported.txt").exists()
+    assert not any(f["code"] == "FXS408" for f in report["findings"]), report["findings"]
+
+
+def _watch_until_report(workspace: Workspace, *args: str) -> str:
+    """Run ``fxscope watch ARGS`` until it printed its first report; its output."""
+    proc = subprocess.Popen([sys.executable, "-m", "fxscope", "watch", "--color", "never", *args],
+                            cwd=workspace.root, env=workspace.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    out: list[str] = []
+    try:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            out.append(line)
+            if line.startswith(("Found ", "All checks passed")):
+                break
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    assert out, proc.stderr.read() if proc.stderr else ""
+    return "".join(out)
+
+
+@needs_landlock
+def test_watch_and_the_daemon_take_no_sandbox_too(workspace: Workspace) -> None:
+    for name in [*IMPORT_MODULES, "traced.py", "swallows.py", "allowed.py"]:
+        if name != "writes_repo.py":
+            (workspace.root / name).unlink()
+    written = workspace.root / "written_at_import.txt"
+    # watch: sandboxed by default (the write is refused and explained), written with --no-sandbox
+    printed = _watch_until_report(workspace)
+    assert not written.exists() and "FXS408" in printed, printed
+    printed = _watch_until_report(workspace, "--no-sandbox", "--no-cache")
+    assert written.exists() and "FXS408" not in printed, printed
+    written.unlink()
+
+    # the daemon: `daemon start --no-sandbox` runs the workspace's code unsandboxed for check --daemon
+    def fxscope(*args: str) -> subprocess.CompletedProcess[str]:
+        return run_fxscope(workspace.root, *args, env=workspace.env, timeout=300)
+
+    try:
+        started = fxscope("daemon", "start", "--no-sandbox")
+        assert started.returncode == 0, started.stderr
+        assert "sandbox off" in fxscope("daemon", "status").stdout
+        via = fxscope("check", "--daemon", "--no-cache", "--format", "json")
+        assert via.returncode in (0, 1), via.stderr
+        assert written.exists()
+        assert not any(f["code"] == "FXS408" for f in json.loads(via.stdout)["findings"])
+        assert fxscope("daemon", "stop").returncode == 0
+        written.unlink()
+        # a daemon started sandboxed is not silently reused by a request for one without it
+        assert fxscope("daemon", "start").returncode == 0
+        assert "sandbox on" in fxscope("daemon", "status").stdout
+        again = fxscope("daemon", "start", "--no-sandbox")
+        assert again.returncode == 2 and "keeps the OS sandbox on" in again.stderr, again.stderr
+        via = fxscope("check", "--daemon", "--no-cache", "--format", "json")
+        assert not written.exists()
+        assert any(f["code"] == "FXS408" for f in json.loads(via.stdout)["findings"]), via.stdout
+    finally:
+        fxscope("daemon", "stop")

@@ -117,6 +117,13 @@ def _pushed(client: LanguageClient, path: Path, version: int) -> list[types.Diag
     return list(pubs[-1].diagnostics) if pubs and pubs[-1].version == version else None
 
 
+async def _graph(client: LanguageClient, target: str) -> dict:
+    """The graph document ``fxscope.showGraph`` returns for ``target`` (what the graph view draws)."""
+    got = await client.workspace_execute_command_async(types.ExecuteCommandParams(
+        command="fxscope.showGraph", arguments=[target, None, None]))
+    return got["graph"]
+
+
 def _at(diagnostics: list[types.Diagnostic] | None, code: str) -> list[int]:
     return sorted(d.range.start.line for d in diagnostics or () if d.code == code)
 
@@ -156,6 +163,13 @@ async def test_results_follow_inserted_lines_until_new_ones_arrive(client: Langu
     moved = await _hover(client, path, moved_ret)
     assert moved is not None and "block" in moved
     assert await _hover(client, path, block + 2, len("class B")) is not None  # the class hover too
+    # the graph view's places (what a click on a node, a module or a finding reveals) moved too
+    doc = await _graph(client, "m.py::Net")
+    lines = {n["name"]: n.get("line") for g in doc["graphs"] for n in g["nodes"] if n.get("file") == "m.py"}
+    assert lines["mul"] == moved_ret + 1, doc
+    modules = {m["path"]: m.get("line") for m in doc["modules"] if m.get("file") == "m.py"}
+    assert modules == {"": net + 3, "block": block + 3}, doc
+    assert [f["line"] for f in doc["findings"] if f["code"] == "FXS101"] == [if_line + 3], doc["findings"]
 
     (root / "hold").unlink()
 

@@ -164,3 +164,27 @@ async def test_cancelling_the_progress_stops_the_background_work(client: Languag
     change_doc(client, path, 2, EDITED)
     await wait_until(lambda: "FXS103" in _codes(client, path, version=2), timeout=240,
                      what="the edit's diagnostics after a cancel")
+
+
+@pytest.mark.slow
+async def test_cancelling_the_progress_keeps_the_jobs_of_the_latest_edit(client: LanguageClient, tmp_path):
+    root = _workspace(tmp_path)
+    path = root / "zz_open.py"
+    await initialize(client, [root], VSCODE, options={"workers": 1, "debounce": 50})
+    open_doc(client, path)
+    await wait_until(lambda: "FXS101" in _codes(client, path), timeout=240, what="the open file's diagnostics")
+    tokens = [str(t) for t, values in client.progress_reports.items()
+              if not any(isinstance(v, types.WorkDoneProgressEnd) for v in values)]
+    assert tokens, "the background check is over before the test could cancel it"
+    # the user types, then cancels the progress (the background run): what they typed is still traced
+    change_doc(client, path, 2, EDITED)
+    for token in tokens:
+        client.window_work_done_progress_cancel(types.WorkDoneProgressCancelParams(token=token))
+    await wait_until(lambda: "FXS103" in _codes(client, path, version=2), timeout=240,
+                     what="the edit's diagnostics, though the progress was cancelled")
+    await wait_until(lambda: all(isinstance(client.progress_reports[t][-1], types.WorkDoneProgressEnd)
+                                 for t in tokens), timeout=120, what="the cancelled progress to end")
+    assert any((client.progress_reports[t][-1].message or "").startswith("cancelled: ") for t in tokens)
+    folder = await _status(client)
+    assert folder["running"] == 0 and folder["queued"] >= 3 and folder["done"] < folder["total"], folder
+    assert not _bad_codes(client)

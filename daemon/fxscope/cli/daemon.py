@@ -34,16 +34,22 @@ def command(action: str, root: Path, args: argparse.Namespace) -> int:
     pinned = _pinned(args)
     paths = daemon_paths(root, pinned, load_config_or_none(root))  # a broken config: reported elsewhere
     workers = getattr(args, "workers", None)
+    sandbox = False if getattr(args, "no_sandbox", False) else None
     if action == "run":
         from fxscope.server.server import DaemonServer
 
-        return DaemonServer(root, paths, pinned=pinned, workers=workers).serve()
+        return DaemonServer(root, paths, pinned=pinned, workers=workers, sandbox=sandbox).serve()
     if action == "start":
-        status, started = client.ensure_running(root, paths, pinned=pinned, workers=workers, wait_worker=True)
+        status, started = client.ensure_running(root, paths, pinned=pinned, workers=workers, wait_worker=True,
+                                                sandbox=sandbox)
         if started:
             sys.stdout.write(f"fxscope daemon started (pid {status.get('pid')}, socket {paths.socket})\n")
         else:
             sys.stdout.write(f"fxscope daemon already running (pid {status.get('pid')})\n")
+            if sandbox is False and status.get("sandbox") is not False:
+                sys.stderr.write("fxscope: error: the running daemon keeps the OS sandbox on; stop it first "
+                                 "(`fxscope daemon stop`) to start one with --no-sandbox\n")
+                return 2
         if str(status.get("worker", "")).startswith("failed"):
             sys.stderr.write(f"fxscope: warning: the daemon's worker did not start: {status['worker']}\n")
         return 0

@@ -119,10 +119,10 @@ def build_parser() -> argparse.ArgumentParser:
                       help="module the factories go to, in the first python-path directory (default: fxscope_targets)")
     init.add_argument("--dry-run", action="store_true", help="print what would be written, write nothing")
 
-    daemon = sub.add_parser("daemon", parents=[common], help="manage the warm background daemon")
+    daemon = sub.add_parser("daemon", parents=[common, engine_only], help="manage the warm background daemon")
     daemon.add_argument("action", choices=("start", "stop", "status", "run"))
 
-    watch = sub.add_parser("watch", parents=[common], help="re-check on every file change, print what changed")
+    watch = sub.add_parser("watch", parents=[common, engine_only], help="re-check on every file change, print what changed")
     watch.add_argument("paths", nargs="*", type=Path, help="report only these files or directories")
     watch.add_argument("--debounce", type=float, default=None, metavar="S",
                        help="quiet seconds after a burst of changes before re-checking it (default: the editor's)")
@@ -159,8 +159,8 @@ def _load_config(root: Path, args: argparse.Namespace | None = None) -> Config:
         raise UsageError(str(e)) from None
     if args is not None and getattr(args, "no_sandbox", False):
         if getattr(args, "daemon", False):
-            raise UsageError("--no-sandbox does not reach the background daemon: set `sandbox = false` in "
-                             "[tool.fxscope], or check without --daemon")
+            raise UsageError("--no-sandbox does not reach the background daemon: start it with `fxscope daemon "
+                             "start --no-sandbox`, set `sandbox = false` in [tool.fxscope], or check without --daemon")
         config = dataclasses.replace(config, sandbox=False)
     if args is not None and getattr(args, "analyses", None):
         if getattr(args, "daemon", False):
@@ -321,7 +321,8 @@ def cmd_watch(args: argparse.Namespace) -> int:
     _load_config(root)
     debounce = args.debounce if args.debounce is not None else DEFAULT_DEBOUNCE_S
     settings = SessionSettings(debounce_s=debounce, workers=args.workers, use_cache=not args.no_cache,
-                               cache_dir=args.cache_dir.resolve() if args.cache_dir else None)
+                               cache_dir=args.cache_dir.resolve() if args.cache_dir else None,
+                               sandbox=False if args.no_sandbox else None)
     paths = [p.resolve() for p in args.paths] or None
     return watch(root, paths, settings=settings, color=_use_color(args.color))
 

@@ -2,8 +2,9 @@
 file changed on disk, a command. One cancellable work-done progress ("n of N targets") spans
 a folder's busy period (rounds that overlap share it) and ends, with the run's summary, when the
 scheduler's last round ends; the summary is also logged once (``window/logMessage``, info).
-``window/workDoneProgress/cancel`` kills the folder's running jobs: their targets keep their
-previous results and stay queued until the next change, nothing is reported as failed."""
+``window/workDoneProgress/cancel`` kills the folder's background jobs: their targets keep their
+previous results and stay queued until the next change, nothing is reported as failed; the jobs of
+the targets the user's edits asked for go on, so the diagnostics of what was just typed arrive."""
 
 from __future__ import annotations
 
@@ -91,7 +92,7 @@ class ProgressFeature:
                 folder = next((f for f in self.ctx.folders.all() if f.uri == uri), None)
                 if folder is not None:
                     try:
-                        folder.workspace.cancel()
+                        folder.workspace.cancel(spare_edits=True)
                     except RuntimeError:  # closed meanwhile
                         pass
                     log.debug("progress %s cancelled: stopping the jobs of %s", token, folder.name)

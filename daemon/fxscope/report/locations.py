@@ -25,6 +25,7 @@ __all__ = [
     "absolute_path",
     "display_path",
     "relative_file",
+    "is_own_target",
     "sort_key",
     "source_readable",
     "split_source_lines",
@@ -98,19 +99,31 @@ def display_path(file: str, root: Path, cwd: Path | None = None) -> str:
 def sort_key(finding: Finding) -> tuple[Any, ...]:
     """The one order of findings (reports, the editor's store, every output format): where it is
     shown (workspace files first; file, notebook cell, line, column), its code, where it is
-    located (a library line reached from there), then its target and message, so that merging
-    the same finding of several targets keeps the first target by id.
+    located (a library line reached from there), then the targets of the file it is shown in before
+    the others, then its target and message: merging the same finding of several targets keeps the
+    file's own target (its build, scopes and call chain first), else the first target by id.
 
     >>> from fxscope.model import Location
     >>> found = [Finding("FXS101", "error", "m", Location("/lib/x.py", 9), target="b", anchor=Location("a.py", 3)),
-    ...          Finding("FXS103", "error", "m", Location("a.py", 3, 5), target="a"),
+    ...          Finding("FXS103", "error", "m", Location("a.py", 3, 5), target="z.py::Z"),
+    ...          Finding("FXS103", "error", "m", Location("a.py", 3, 5), target="a.py::A"),
     ...          Finding("FXS101", "error", "m", Location("/lib/x.py", 9), target="a", anchor=Location("a.py", 3))]
     >>> [(f.code, f.target) for f in sorted(found, key=sort_key)]
-    [('FXS101', 'a'), ('FXS101', 'b'), ('FXS103', 'a')]
+    [('FXS101', 'a'), ('FXS101', 'b'), ('FXS103', 'a.py::A'), ('FXS103', 'z.py::Z')]
     """
     shown, loc = finding.primary, finding.location
     return (shown.outside, shown.file, shown.cell or 0, shown.line, shown.column or 0, finding.code,
-            loc.file, loc.line, loc.column or 0, finding.target, finding.message)
+            loc.file, loc.line, loc.column or 0, not is_own_target(finding.target, shown.file), finding.target,
+            finding.message)
+
+
+def is_own_target(target_id: str, file: str) -> bool:
+    """Whether ``target_id`` is a class target defined in ``file`` (``file.py::Class``).
+
+    >>> is_own_target("pkg/vit.py::ViT", "pkg/vit.py"), is_own_target("pkg/mae.py::MAE", "pkg/vit.py")
+    (True, False)
+    """
+    return target_id.rpartition("::")[0] == file
 
 
 def split_source_lines(text: str) -> list[str]:

@@ -141,13 +141,17 @@ def _log_tail(path: Path, lines: int = 3) -> str:
     return " | ".join(tail)
 
 
-def _spawn(root: Path, paths: DaemonPaths, pinned: Path | None, workers: int | None) -> subprocess.Popen[bytes]:
-    """Start ``python -m fxscope daemon run`` detached, its output appended to the log."""
+def _spawn(root: Path, paths: DaemonPaths, pinned: Path | None, workers: int | None,
+           sandbox: bool | None = None) -> subprocess.Popen[bytes]:
+    """Start ``python -m fxscope daemon run`` detached, its output appended to the log
+    (``sandbox`` False: with ``--no-sandbox``)."""
     command = [sys.executable, "-m", "fxscope", "daemon", "run", "--root", str(root)]
     if pinned is not None:
         command += ["--cache-dir", str(paths.directory)]
     if workers:
         command += ["--workers", str(workers)]
+    if sandbox is False:
+        command.append("--no-sandbox")
     env = dict(os.environ)
     path = env.get("PYTHONPATH")
     env["PYTHONPATH"] = _PACKAGE_PARENT + (os.pathsep + path if path else "")
@@ -167,14 +171,15 @@ def _rotate_log(path: Path) -> None:
 
 
 def ensure_running(root: Path, paths: DaemonPaths, *, pinned: Path | None = None, workers: int | None = None,
-                   wait_worker: bool) -> tuple[dict[str, Any], bool]:
-    """The status of the running daemon, starting one first if needed; ``(status, started)``."""
+                   wait_worker: bool, sandbox: bool | None = None) -> tuple[dict[str, Any], bool]:
+    """The status of the running daemon, starting one first if needed (``sandbox`` False: without
+    the OS sandbox); ``(status, started)``."""
     secure_directory(paths.directory)
     with _start_lock(paths):
         current = status(paths)
         if current is not None:
             return current, False
-        proc = _spawn(root, paths, pinned, workers)
+        proc = _spawn(root, paths, pinned, workers, sandbox)
         deadline = time.monotonic() + START_TIMEOUT
         while True:
             if proc.poll() is not None:
@@ -199,6 +204,7 @@ def describe(status: dict[str, Any], paths: DaemonPaths) -> str:
     checks = int(status.get("checks", 0))
     return (f"fxscope daemon running (pid {status.get('pid')}, root {status.get('root')}, up {up}, "
             f"torch {status.get('torch')}, worker {status.get('worker')}, "
+            f"{'' if status.get('sandbox') is None else 'sandbox on, ' if status['sandbox'] else 'sandbox off, '}"
             f"{checks} check{'' if checks == 1 else 's'} served, socket {paths.socket})")
 
 

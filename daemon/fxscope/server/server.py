@@ -46,15 +46,17 @@ class DaemonServer:
     """Serve ``root`` on ``paths.socket`` until stopped (``stop`` request, SIGTERM/SIGINT/SIGHUP,
     the socket or workspace removed, or the configuration moving the cache directory).
 
-    ``pinned``: the ``--cache-dir`` the daemon was started with (None: the config decides).
+    ``pinned``: the ``--cache-dir`` the daemon was started with (None: the config decides);
+    ``sandbox`` False: ``--no-sandbox`` (None: the config's ``sandbox``).
     Raises ConfigError from :meth:`serve` when ``pyproject.toml`` is invalid at start."""
 
     def __init__(self, root: Path, paths: DaemonPaths, *, pinned: Path | None = None,
-                 workers: int | None = None) -> None:
+                 workers: int | None = None, sandbox: bool | None = None) -> None:
         self.root = root
         self.paths = paths
         self.pinned = pinned
         self.workers = workers
+        self.sandbox = sandbox
         self.started = time.time()
         self.checks = 0
         self.stopping = threading.Event()
@@ -74,7 +76,8 @@ class DaemonServer:
                             format="%(asctime)s fxscope-daemon[%(process)d] %(levelname)s %(message)s")
         secure_directory(self.paths.directory)
         self._config_sig = pyproject_signature(self.root)
-        settings = SessionSettings(workers=self.workers, cache_dir=self.paths.directory if self.pinned else None)
+        settings = SessionSettings(workers=self.workers, cache_dir=self.paths.directory if self.pinned else None,
+                                   sandbox=self.sandbox)
         workspace = Workspace(self.root, settings=settings, on_warning=self._warn)  # ConfigError: the caller's
         if not self._take_pid_file():
             workspace.close()
@@ -249,6 +252,7 @@ class DaemonServer:
             "version": __version__,
             "python": sys.executable,
             "socket": str(self.paths.socket),
+            "sandbox": status.sandbox.on if status.sandbox is not None else None,
         }
 
     def _warn(self, message: str) -> None:

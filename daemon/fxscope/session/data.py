@@ -29,7 +29,8 @@ class SessionSettings:
     change after such a quiet time re-traces at once); ``trace_on``: ``"type"``
     re-traces unsaved buffers, ``"save"`` only saved files; ``workers``/``timeout`` override the
     config; ``enabled`` False keeps the store but runs nothing; ``cache_dir`` overrides the cache
-    directory; ``use_cache`` False traces everything once (``--no-cache``)."""
+    directory; ``use_cache`` False traces everything once (``--no-cache``); ``sandbox`` False runs
+    the workspace's code without the OS sandbox (``--no-sandbox``; None: the config's ``sandbox``)."""
 
     debounce_s: float = DEFAULT_DEBOUNCE_S
     trace_on: str = "type"
@@ -38,6 +39,7 @@ class SessionSettings:
     enabled: bool = True
     cache_dir: Path | None = None
     use_cache: bool = True
+    sandbox: bool | None = None
 
 
 @dataclass(frozen=True)

@@ -72,6 +72,8 @@ class EngineHost:
         s = self.settings
         if s.timeout is not None and s.timeout != config.timeout:
             config = dataclasses.replace(config, timeout=float(s.timeout))
+        if s.sandbox is not None and s.sandbox != config.sandbox:
+            config = dataclasses.replace(config, sandbox=s.sandbox)
         engine = Engine(self.root, config, cache_dir=s.cache_dir, workers=s.workers, on_warning=self._events.warning)
         if old is not None:
             if not engine.adopt_workers(old):
@@ -98,8 +100,8 @@ class EngineHost:
         """Apply new settings; True when every target must be checked again."""
         with self._lock:
             old, self.settings = self.settings, settings
-            rebuild = (old.workers, old.timeout, old.cache_dir) != (settings.workers, settings.timeout,
-                                                                    settings.cache_dir)
+            rebuild = (old.workers, old.timeout, old.cache_dir, old.sandbox) != (
+                settings.workers, settings.timeout, settings.cache_dir, settings.sandbox)
             if rebuild:
                 self.engine = self._new_engine(self._base, self.engine)
             return rebuild or (settings.enabled and not old.enabled) or settings.use_cache != old.use_cache

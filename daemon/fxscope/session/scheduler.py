@@ -83,6 +83,7 @@ class Scheduler:
         self._started: float | None = None
         self._last_duration_ms: float | None = None
         self._cancel_below = 0
+        self._spared: frozenset[str] = frozenset()  # targets of edits the last cancel let run
         self._closed = False
         self._error: Exception | None = None
 
@@ -282,7 +283,7 @@ class Scheduler:
     def is_stale(self, target_id: str, generation: int) -> bool:
         """Whether the job of ``target_id`` in the round of ``generation`` must be killed."""
         with self._lock:
-            return (self._closed or generation < self._cancel_below
+            return (self._closed or (generation < self._cancel_below and target_id not in self._spared)
                     or self._requested.get(target_id, generation) > generation)
 
     def finished(self, target_id: str, generation: int, outcome: str = "clean") -> None:
@@ -318,10 +319,18 @@ class Scheduler:
                     del self._urgent[target_id]
         return self._source.tier(target_id)
 
-    def cancel(self, generation: int) -> None:
-        """Every round of a generation below ``generation`` is stale (its jobs are killed)."""
+    def cancel(self, generation: int, *, spare_edits: bool = False) -> None:
+        """Every round of a generation below ``generation`` is stale (its jobs are killed); with
+        ``spare_edits``, except the jobs of targets an edit asked for whose result has not arrived
+        yet (the user cancels the background run, not the diagnostics of what they just typed)."""
+        spared: set[str] = set()
+        if spare_edits:
+            with self._lock:
+                urgent = dict(self._urgent)
+            spared = {tid for tid, g in urgent.items() if g > self._source.stored_generation(tid)}
         with self._lock:
             self._cancel_below = max(self._cancel_below, generation)
+            self._spared = frozenset(spared)
 
     def take_error(self) -> Exception | None:
         """The error the last failed round ended with (cleared)."""

@@ -19,6 +19,7 @@ import threading
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 from pathlib import Path
 
 from fxscope.cache import hash_json
@@ -28,7 +29,7 @@ from fxscope.model import ClassSummary, Finding, GraphView, Location, NodeInfo, 
 from fxscope.model.outcome import ANALYSIS_FX
 from fxscope.project.discovery import FileError, Target
 from fxscope.report.build import file_error_finding, merge_findings, target_findings
-from fxscope.report.locations import sort_key
+from fxscope.report.locations import is_own_target, sort_key
 from fxscope.report.causes import group_by_cause
 from fxscope.report.filters import is_suppressed
 from fxscope.report.locations import SourceCache, absolute_path
@@ -317,11 +318,12 @@ class ResultStore:
     def nodes_at(self, file: str, line: int, view: BufferView | None = None) -> list[NodeInfo]:
         """Graph nodes produced by ``line`` of ``file``, over every target and instance; with
         ``view``, ``line`` is a line of its buffer, and each target's nodes are those of the line
-        it was in the version that target was traced for (none for a line inserted or edited since)."""
+        it was in the version that target was traced for (none for a line inserted or edited since).
+        The nodes of the file's own class targets come first (a hover describes them first)."""
         key = self._key(file)
         with self._lock:
             if view is None or not view.tracks(key):
-                return self._nodes.at(file, line)
+                return _own_first(self._nodes.at(file, line), file)
             by_version: dict[int | None, set[str]] = {}
             for tid in self._dependents.get(file, ()):
                 by_version.setdefault(self._results[tid].versions.get(file), set()).add(tid)
@@ -331,7 +333,7 @@ class ResultStore:
                 old = lines.back(line) if lines is not None else None
                 if old is not None:
                     out.extend(n for n in self._nodes.at(file, old) if n.target_id in tids)
-            return out
+            return _own_first(out, file)
 
     def status(self, target_id: str) -> str | None:
         """The status of the stored result of ``target_id`` (None: never traced)."""
@@ -405,19 +407,58 @@ class ResultStore:
         return GraphView(target_id, module, status, tuple((g.module, g.nodes) for g in graphs),
                          stored.findings, edges)
 
-    def graph_document(self, target_id: str, module: str | None, pending: bool) -> GraphDocument:
+    def graph_document(self, target_id: str, module: str | None, pending: bool,
+                       view: BufferView | None = None) -> GraphDocument:
         """The graph document (version 1, docs/graph-format.md) of one target, or of one module
-        in it; raises GraphModuleError for a module it does not have."""
+        in it; raises GraphModuleError for a module it does not have. With ``view``, every line it
+        names (nodes, graph ends, modules, findings) is where that line is in ``view``'s buffers
+        now, so a click goes where the code is; a line edited since loses its place (no ``line``:
+        nothing to go to) and a finding on it is withheld, as in the diagnostics."""
         stored = self.get(target_id)
         if stored is None:  # nothing known about its modules yet: an empty document of the one asked for
             doc = build_document(target_id, status="pending", graphs=())
             doc["module"] = module
             return doc
         outcome = stored.result.outcome
-        return build_document(target_id, status="pending" if pending else outcome.status,
-                              graphs=outcome.graphs.to_json() if outcome.graphs is not None else (),
-                              modules=[m.to_json() for m in outcome.modules],
-                              findings=[f.to_json() for f in stored.findings], module=module)
+        findings: Sequence[Finding] = stored.findings
+        if view is not None:
+            with self._lock:
+                findings = [m for m in (self._moved(f, stored.versions, view) for f in findings) if m is not None]
+        doc = build_document(target_id, status="pending" if pending else outcome.status,
+                             graphs=outcome.graphs.to_json() if outcome.graphs is not None else (),
+                             modules=[m.to_json() for m in outcome.modules],
+                             findings=[f.to_json() for f in findings], module=module)
+        if view is not None:
+            places = [*(n for g in doc["graphs"] for n in g["nodes"]), *(g["ends"] for g in doc["graphs"] if "ends" in g),
+                      *doc["modules"]]
+            for place in places:
+                self._move_place(place, stored.versions, view)
+        return doc
+
+    def _move_place(self, place: dict[str, Any], versions: Mapping[str, int | None], view: BufferView) -> None:
+        """A document entry's ``file``/``line`` mapped to ``view``'s buffer (``line`` dropped, and
+        its column range with it, when that line was edited since)."""
+        file, line = place.get("file"), place.get("line")
+        if not isinstance(file, str) or not isinstance(line, int) or not line or "cell" in place:
+            return
+        key = self._key(file)
+        if not view.tracks(key):
+            return
+        lines = view.line_map(key, versions.get(file))
+        now = lines.line(line) if lines is not None else None
+        if now is None:
+            for name in ("line", "column", "end_line", "end_column"):
+                place.pop(name, None)
+        elif now != line:
+            end = place.get("end_line")
+            place["line"] = now
+            if isinstance(end, int):
+                place["end_line"] = end + now - line
+
+
+def _own_first(nodes: list[NodeInfo], file: str) -> list[NodeInfo]:
+    """``nodes`` with those of ``file``'s own class targets first (stable otherwise)."""
+    return sorted(nodes, key=lambda n: not is_own_target(n.target_id, file))
 
 
 def _built_from_defaults(result: TargetResult) -> bool:

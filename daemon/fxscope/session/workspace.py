@@ -284,7 +284,7 @@ class Workspace:
         in it, as the HTML report draws it: graphs, the modules with their status, the target's
         findings. ``status`` is ``pending`` while it is being traced or was never traced. Raises
         KeyError for an unknown target, GraphModuleError for a module it does not have."""
-        return self.store.graph_document(target_id, module, self._pending(target_id))
+        return self.store.graph_document(target_id, module, self._pending(target_id), self.documents.view())
 
     def target_for_class(self, path: Path, line: int) -> str | None:
         """The id of the class target defined at ``line`` of ``path`` (a line of its buffer) or
@@ -355,10 +355,12 @@ class Workspace:
         return self.report(paths, target_ids=[t.id for t in targets], graphs=graphs,
                            duration_ms=(time.perf_counter() - started) * 1000)
 
-    def cancel(self) -> None:
+    def cancel(self, *, spare_edits: bool = False) -> None:
         """Kill every running job; their targets keep their previous results (a ``check`` in
-        progress raises CheckInterrupted). Nothing is re-run until the next change."""
-        self.scheduler.cancel(self.documents.next_generation().generation)
+        progress raises CheckInterrupted). Nothing is re-run until the next change. With
+        ``spare_edits`` (the editor's cancel of a progress), the jobs of the targets an edit asked
+        for and that have no result of it yet go on: only the background work stops."""
+        self.scheduler.cancel(self.documents.next_generation().generation, spare_edits=spare_edits)
 
     def clear_cache(self) -> None:
         """Empty the result cache (the in-memory results stay until re-traced)."""

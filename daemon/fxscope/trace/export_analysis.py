@@ -38,6 +38,7 @@ from fxscope.trace._torch_compat import (
     export_error_kinds,
     is_constraint_user_error,
 )
+from fxscope.trace.classify import EXTERNAL_CAUSES
 from fxscope.trace.compile_analysis import registry
 from fxscope.trace.examples import batch_size
 from fxscope.trace.findings import Finding, FindingSet
@@ -166,7 +167,10 @@ def _error_finding(error: BaseException, classifier: FrameClassifier,
     placed = place(_frames(error), classifier)
     where = placed.location if placed is not None else (fallback or SourceLocation("<unknown>", 1))
     hint: str | None
-    if code == "FXS701":
+    explained = next((e for e in (explain(error) for explain in EXTERNAL_CAUSES) if e is not None), None)
+    if explained is not None:  # not the model's error (the worker's sandbox refused a write or a connection)
+        code, message, hint = explained
+    elif code == "FXS701":
         expression = _first_line(str(error))
         text = explain_reason(str(error), registry())
         detail = text.message if text.gb_type else expression
