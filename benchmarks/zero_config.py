@@ -613,6 +613,8 @@ def agreement(python: str, repo_dir: Path, report: dict[str, Any], timeout: floa
             elif plain["eager"] == "same":
                 note = (f"{tid}: eager {plain['error']} at {plain['location']} too "
                         f"(built as {target['build']['text']}, {target['build']['kind']}; {eager.get('by')} inputs)")
+                from fxscope.model.recipe import INVENTED_KINDS
+
                 invented = target["build"]["kind"] in INVENTED_KINDS
                 (result.build_faults if invented else result.eager_fails_too).append(note)
             else:
