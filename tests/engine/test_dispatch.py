@@ -159,3 +159,20 @@ def test_a_pool_that_refuses_jobs_ends_them_without_blocking_the_others() -> Non
     assert _submit(d, "a", FOCUS).result() == {"fault": "cancelled"}
     assert _submit(d, "b", FOCUS).result() == {"fault": "cancelled"}
     assert d.counts() == (0, 0)
+
+
+def test_an_edit_preempts_an_analyses_phase_before_a_background_fx_phase() -> None:
+    from fxscope.engine.phases import ANALYSES_OFFSET
+
+    pool = FakePool()
+    d = Dispatcher(pool, width=2)
+    analyses = _submit(d, "analyses-of-open-file", FOCUS + ANALYSES_OFFSET)
+    fx = _submit(d, "fx-of-background", BACKGROUND)  # newer, but earlier in the order
+    assert pool.running() == ["analyses-of-open-file", "fx-of-background"]
+    _submit(d, "edit-fx", FOCUS)
+    assert pool.running() == ["fx-of-background", "edit-fx"]
+    assert analyses.state == "waiting" and analyses.preemptions == 1 and not fx.preemptions
+    pool.finish("edit-fx")
+    pool.finish("fx-of-background")
+    pool.finish("analyses-of-open-file")
+    assert analyses.result() == {"value": "analyses-of-open-file"}  # re-run, never lost
