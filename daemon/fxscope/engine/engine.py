@@ -350,7 +350,12 @@ class Engine:
 
         Jobs start in the order of ``priority(target)`` (lower first; asked again whenever a worker
         is free, across every concurrent run of this engine; see :mod:`fxscope.engine.dispatch`),
-        else in the order of ``targets``."""
+        else in the order of ``targets``.
+
+        A target that runs fx and other analyses runs in two phases (:mod:`fxscope.engine.phases`),
+        each cached on its own: ``on_result`` first gets its fx phase's answer with ``pending``
+        naming the analyses still to run (its analyses phase is queued after every fx phase, at
+        ``priority + ANALYSES_OFFSET``), then the merged result, which alone is in the returned list."""
         view = self._overlays(overlays)
         digests = view.digests
         if discovery is not None and self._pool is None:
