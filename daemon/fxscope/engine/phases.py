@@ -52,15 +52,17 @@ def analysable(fx: TargetOutcome) -> bool:
 def merge(fx: TargetOutcome, analyses: TargetOutcome, names: tuple[str, ...]) -> TargetOutcome:
     """The target's outcome from its two phases: fx's status, modules, graphs, build and findings,
     then the analyses phase's findings, graphs, summaries and inputs. An analyses phase that
-    faulted (timed out, crashed) adds its finding, saying which analyses it ran; the target keeps
-    fx's answer and is never green for it."""
+    faulted (timed out, crashed) adds its finding, saying which analyses it ran, and makes the
+    target an ``error`` (as one job that timed out would), with fx's modules, graphs and findings
+    kept: it is never green for it."""
     findings = fx.findings + tuple(_phase_finding(f, names) if analyses.fault else f for f in analyses.findings)
     graphs = [*(fx.graphs.to_json() if fx.graphs is not None else ()),
               *(analyses.graphs.to_json() if analyses.graphs is not None else ())]
     files = {**analyses.files, **fx.files}
     warnings = tuple(dict.fromkeys(fx.warnings + analyses.warnings))
     output = "\n".join(o for o in (fx.output, analyses.output) if o) or None
-    return replace(fx, findings=findings,
+    return replace(fx, status="error" if analyses.fault else fx.status, fault=fx.fault or analyses.fault,
+                   findings=findings,
                    graphs=Graphs(json=graphs) if graphs or fx.graphs is not None else None,
                    files=MappingProxyType(files), warnings=warnings, output=output, torch=fx.torch or analyses.torch,
                    analyses=MappingProxyType({**fx.analyses, **analyses.analyses}), inputs=analyses.inputs,
