@@ -98,12 +98,15 @@ def installed_torch_version() -> str:
 
 
 class ProgressEvent:
-    """Progress of a check: ``done`` of ``total`` targets, the last finished ``target`` id."""
+    """Progress of a check: ``done`` of ``total`` targets, the last finished ``target`` id, and
+    ``answered``: the targets whose fx phase answered (the done ones, and those whose
+    compile/export phase runs)."""
 
-    __slots__ = ("done", "total", "target", "cached")
+    __slots__ = ("done", "total", "target", "cached", "answered")
 
-    def __init__(self, done: int, total: int, target: str, cached: bool) -> None:
+    def __init__(self, done: int, total: int, target: str, cached: bool, answered: int | None = None) -> None:
         self.done, self.total, self.target, self.cached = done, total, target, cached
+        self.answered = done if answered is None else answered
 
 
 class Engine:
@@ -595,13 +598,14 @@ class Engine:
         targets = self.select(discovery, paths, target_ids, shard)
         total = len(targets)
         counter = [0]
+        answered: set[str] = set()
 
         def progress(r: TargetResult) -> None:
-            if r.pending:  # the fx phase's answer: the target is done when its analyses are
-                return
-            counter[0] += 1
+            answered.add(r.target.id)
+            if not r.pending:  # (a pending one is its fx phase's answer: done when its analyses are)
+                counter[0] += 1
             if on_progress:
-                on_progress(ProgressEvent(counter[0], total, r.target.id, r.cached))
+                on_progress(ProgressEvent(counter[0], total, r.target.id, r.cached, len(answered)))
 
         results = self.run(targets, overlays=overlays, discovery=discovery, on_result=progress,
                            cancel=cancel, use_cache=use_cache, retry_faults=retry_faults, graphs=graphs)
