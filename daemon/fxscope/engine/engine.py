@@ -628,11 +628,11 @@ def _put(done: "queue.Queue[tuple[Target, str, Any, float]]", target: Target, ph
 def _phase_priority(priority: Callable[[Target], int] | None, target: Target, phase: str) -> Callable[[], int] | None:
     """``priority`` of ``target``'s job of ``phase``, asked later: an analyses phase goes after
     every fx phase (:data:`~fxscope.engine.phases.ANALYSES_OFFSET`). Without ``priority`` (a CLI
-    check), a split target's phases are background work, so an fx phase never preempts an
-    analyses phase that would only run again."""
+    check) every job is background work of the same rank, so none preempts an analyses phase,
+    which would only run again."""
     offset = ANALYSES_OFFSET if phase == "analyses" else 0
     if priority is None:
-        return None if phase == "all" else (lambda: BACKGROUND + offset)
+        return lambda: BACKGROUND + offset
     return lambda: priority(target) + offset
 
 
