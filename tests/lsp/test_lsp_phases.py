@@ -4,13 +4,14 @@ published before its compile/export findings, which are added later (fx's stay);
 lens and hover then carry the analyses' summaries and the inputs they ran on. An edit while a
 background class's analyses phase runs gets its fx diagnostics before that phase ends (the edit's
 fx job preempts it), and the preempted phase is not lost: it runs again and its findings arrive.
+Progress says how many targets' fx answered while their analyses run.
 
 The background class sleeps on real tensors, so the order shows in which events come first,
 never in timings."""
 
 from __future__ import annotations
 
-import asyncio
+import re
 from pathlib import Path
 
 import pytest
@@ -135,4 +136,7 @@ async def test_fx_first_then_analyses_and_an_edit_preempts_them(client: Language
     await wait_until(lambda: any(p.version == 2 and {"FXS103", "FXS601"} <= _codes(p)
                                  for p in _published(client, path)),
                      timeout=300, what="the analyses of the edited file")
-    await asyncio.sleep(0)
+    # progress said both phases: targets whose fx answered while their analyses ran
+    messages = [v.message or "" for values in client.progress_reports.values() for v in values
+                if isinstance(v, types.WorkDoneProgressReport)]
+    assert any(re.search(r"\d+ of \d+ targets · fx \d+ of \d+, analyses running", m) for m in messages), messages
