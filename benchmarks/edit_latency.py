@@ -9,7 +9,11 @@ the budget (within 1.5x raw + 150 ms; at least 10x faster than the fresh process
 latency, and the resident memory of the server and of its worker processes (the zygote and the
 spare child it keeps forked for the next job; PSS counts their shared pages once).
 
-    .venv/bin/python benchmarks/edit_latency.py [--edits 8]
+With ``--analyses fx,compile,export`` the workspace runs those analyses: each edit's diagnostics
+are its fx phase's (the compile/export phase follows it, in the background), so the figures say
+whether the analyses slow an edit down.
+
+    .venv/bin/python benchmarks/edit_latency.py [--edits 8] [--analyses fx,compile,export]
 """
 
 from __future__ import annotations
@@ -49,8 +53,9 @@ class {name}(nn.Module):
 '''
 
 
-def write_workspace(root: Path, sizes: dict[str, int]) -> dict[str, Path]:
-    (root / "pyproject.toml").write_text("[tool.fxscope]\n")
+def write_workspace(root: Path, sizes: dict[str, int], analyses: list[str] | None = None) -> dict[str, Path]:
+    names = ", ".join(f'"{a}"' for a in analyses or ())
+    (root / "pyproject.toml").write_text("[tool.fxscope]\n" + (f"analyses = [{names}]\n" if analyses else ""))
     out = {}
     for name, layers in sizes.items():
         path = root / f"{name.lower()}.py"
@@ -172,7 +177,8 @@ async def run(args: argparse.Namespace) -> None:
     sizes = {"Stack200": 100, "Stack2000": 1000}
     with tempfile.TemporaryDirectory(prefix="fxscope-bench-") as tmp:
         root = Path(tmp)
-        paths = write_workspace(root, sizes)
+        analyses = [a for a in args.analyses.split(",") if a]
+        paths = write_workspace(root, sizes, analyses)
         raw = {name: raw_trace_ms(root, name) for name in sizes}
         fresh = {name: fresh_process_ms(root, name) for name in sizes}
 
@@ -221,7 +227,8 @@ async def run(args: argparse.Namespace) -> None:
         await asyncio.wait_for(client._server.wait(), 30)
         await client.stop()
 
-    print(f"fxscope edit -> diagnostics latency (server defaults, {args.edits} isolated edits per model)")
+    print(f"fxscope edit -> diagnostics latency (server defaults, {args.edits} isolated edits per model"
+          f"{', analyses ' + args.analyses if args.analyses else ''})")
     print(f"{'model':<10} {'nodes':>6} {'raw fx':>9} {'fresh py':>9} {'edit p50':>9} {'min':>7} {'max':>7}"
           f" {'/raw':>6} {'budget':>8} {'fresh/x':>8} {'hover':>7}")
     for name in sizes:
@@ -239,6 +246,7 @@ async def run(args: argparse.Namespace) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--edits", type=int, default=8)
+    parser.add_argument("--analyses", default="", help="comma-separated analyses of the workspace (fx,compile,export)")
     asyncio.run(run(parser.parse_args()))
 
 

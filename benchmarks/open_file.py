@@ -8,7 +8,9 @@ On a copy of REPO (no configuration added, no cache, no network) it prints:
   default settings, sends ``initialize``/``initialized`` and at once ``didOpen`` of FILE, then
   polls ``textDocument/codeLens`` of FILE until it has lenses and none says "tracing…": the
   seconds from didOpen until that file's results are final, with the server's counts then (the
-  rest of the repository is still being traced in the background);
+  rest of the repository is still being traced in the background); with ``--analyses``, also the
+  seconds until that file's first ``publishDiagnostics`` with findings (its fx phases) and until its lenses carry
+  the analyses' summaries (none says "running…": its compile/export phase answered);
 - edit: right after, while the background check runs, an edit inserting a line as the first
   statement of the ``forward`` of FILE's last class: ``assert x.sum() > -1``, then (next edit, in
   place of it) ``_ = len(x)``, and so on; the seconds from ``didChange`` until a
@@ -16,14 +18,16 @@ On a copy of REPO (no configuration added, no cache, no network) it prints:
   result has it there, so it comes from the edit's own trace);
 - check: a cold ``fxscope check`` of a second copy (``--no-cache``, default workers), wall time;
 - the ratio open/check (budget: <= 0.3, and under 20 s for a file of a few classes) and the
-  edit latency (budget: <= 5 s), with the load average before and after.
+  edit latency (budget: <= 5 s; its p50), with the load average before and after;
+- with ``--recheck PATH...``: ``fxscope check PATH...`` of the editor's copy (its cache, filled by the
+  server and completed by a first check) run again: the cached re-check's wall time.
 
 The repository's own dependencies must be importable by this interpreter (vit-pytorch: einops
 and torchvision), else every class is an FXS402 and the figures measure import errors; the lens
 titles printed say which.
 
     python benchmarks/open_file.py REPO [--file vit_pytorch/vit.py] [--edits 3] [--skip-check]
-        [--analyses fx,compile,export]
+        [--analyses fx,compile,export] [--recheck .]
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ import ast
 import asyncio
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -50,6 +55,7 @@ OPEN_BUDGET_RATIO = 0.3
 OPEN_BUDGET_S = 20.0
 EDIT_BUDGET_S = 5.0
 TRACING = "tracing…"
+RUNNING = "running…"  # a lens whose target's analyses phase has not answered yet
 
 
 def env() -> dict[str, str]:
@@ -207,6 +213,15 @@ async def open_and_edit(root: Path, rel: str, edits: int, timeout: float, verbos
         out["first_lens_s"] = first_lens
         out["lenses"] = titles
         out["status_at_open"] = status
+        first = next((t for t, u, _, diags in bench.published if u == uri and diags), None)  # not an empty one
+        out["first_diagnostics_s"] = None if first is None else first - t0
+        while any(RUNNING in t for t in titles):  # the file's analyses phases
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"the analyses of {rel} did not answer after {timeout:.0f} s: {titles}")
+            await asyncio.sleep(0.25)
+            titles = await bench.lenses(uri)
+        out["analyses_s"] = time.perf_counter() - t0
+        out["lenses"] = titles
 
         line, indent, arg = edit_line(text)
         lines = text.split("\n")
@@ -248,6 +263,15 @@ def cold_check(root: Path, timeout: float) -> tuple[float, int]:
     return time.perf_counter() - t0, proc.returncode
 
 
+def check(root: Path, paths: list[str], timeout: float) -> tuple[float, int]:
+    """Wall seconds of ``fxscope check PATHS`` of ``root`` with its cache, and its exit code."""
+    t0 = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-m", "fxscope", "check", *paths, "--format", "json"],
+                          cwd=root, env=env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                          timeout=timeout)
+    return time.perf_counter() - t0, proc.returncode
+
+
 def load() -> str:
     return " ".join(f"{x:.2f}" for x in os.getloadavg())
 
@@ -263,6 +287,8 @@ def main() -> None:
     parser.add_argument("--analyses", default="",
                         help="comma-separated analyses written into the copies' [tool.fxscope] (fx,compile,export: "
                              "classes get inferred inputs)")
+    parser.add_argument("--recheck", nargs="+", default=[], metavar="PATH",
+                        help="paths of the editor's copy to check twice after the session (the second: cached)")
     args = parser.parse_args()
     ANALYSES[:] = [a for a in args.analyses.split(",") if a]
     repo = args.repo.resolve()
@@ -278,18 +304,31 @@ def main() -> None:
         root = copy_repo(repo, Path(tmp) / "open" / repo.name)
         result = asyncio.run(open_and_edit(root, args.file, args.edits, args.timeout, args.verbose))
         st = result["status_at_open"]
+        first = result["first_diagnostics_s"]
+        print(f"open -> {args.file} first findings published: {'none' if first is None else f'{first:.1f} s'}")
         print(f"open -> {args.file} final: {result['open_s']:.1f} s (first lenses after {result['first_lens_s']:.1f} s;"
               f" {len(result['lenses'])} lenses); the workspace then: {st['done']} of {st['total']} targets done,"
               f" {st['running']} running, {st['queued']} queued")
+        if ANALYSES:
+            print(f"open -> {args.file} analyses summaries in its lenses: {result['analyses_s']:.1f} s")
         for title in result["lenses"]:
             print(f"    lens: {title}")
         for i, (latency, code, before, after) in enumerate(result["edits"], 1):
             print(f"edit {i} -> {code} on the inserted line: {latency:.2f} s (background: {before['done']} -> "
                   f"{after['done']} of {after['total']} done, {after['running']} running)"
                   f"  {'within' if latency <= EDIT_BUDGET_S else 'OVER'} the {EDIT_BUDGET_S:g} s budget")
+        if result["edits"]:
+            p50 = statistics.median(latency for latency, *_ in result["edits"])
+            print(f"edit -> diagnostics p50: {p50:.2f} s over {len(result['edits'])} edits")
         for line in result["logs"]:
             print(f"    server log: {line}")
         print(f"load average after the editor session: {load()}")
+        if args.recheck:
+            first_s, code = check(root, args.recheck, args.timeout)
+            print(f"`fxscope check {' '.join(args.recheck)}` after the editor session (its cache): {first_s:.1f} s"
+                  f" (exit {code})")
+            again, code = check(root, args.recheck, args.timeout)
+            print(f"cached re-check `fxscope check {' '.join(args.recheck)}`: {again:.2f} s (exit {code})")
 
         if args.skip_check:
             return

@@ -159,3 +159,28 @@ def test_a_pool_that_refuses_jobs_ends_them_without_blocking_the_others() -> Non
     assert _submit(d, "a", FOCUS).result() == {"fault": "cancelled"}
     assert _submit(d, "b", FOCUS).result() == {"fault": "cancelled"}
     assert d.counts() == (0, 0)
+
+
+def test_an_edit_preempts_the_background_job_latest_in_the_order() -> None:
+    from fxscope.engine.phases import phase_priority
+
+    pool = FakePool()
+    d = Dispatcher(pool, width=2)
+    open_analyses = phase_priority(FOCUS, "analyses")
+    background_fx = phase_priority(BACKGROUND, "fx")
+    assert phase_priority(DEPENDENCY, "fx") < open_analyses < background_fx < phase_priority(BACKGROUND, "analyses")
+    analyses = _submit(d, "analyses-of-background", phase_priority(BACKGROUND, "analyses"))
+    fx = _submit(d, "fx-of-background", background_fx)  # newer, but earlier in the order
+    assert pool.running() == ["analyses-of-background", "fx-of-background"]
+    _submit(d, "edit-fx", FOCUS)
+    assert pool.running() == ["fx-of-background", "edit-fx"]
+    assert analyses.state == "waiting" and analyses.preemptions == 1 and not fx.preemptions
+    mine = _submit(d, "analyses-of-open-file", open_analyses)  # waits, then goes before the background's
+    pool.finish("edit-fx")
+    assert pool.running() == ["fx-of-background", "analyses-of-open-file"]
+    pool.finish("fx-of-background")
+    pool.finish("analyses-of-open-file")
+    assert pool.running() == ["analyses-of-background"]
+    pool.finish("analyses-of-background")
+    assert analyses.result() == {"value": "analyses-of-background"}  # re-run, never lost
+    assert mine.result() == {"value": "analyses-of-open-file"}

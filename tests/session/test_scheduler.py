@@ -34,6 +34,7 @@ class FakeSource:
         self.tiers: dict[str, int] = {}  # the workspace's tier of a target (open file 0, imported 1, else 2)
         self.priorities: list[dict[str, int]] = []  # control.priority of every target, per round
         self.outcome = "clean"  # what each job reports finishing with
+        self.phases = False  # each job answers its fx phase (stored) before it waits at the gate
         self.lock = threading.Lock()
 
     def plan(self, files: frozenset[str], everything: bool) -> RoundPlan:
@@ -50,6 +51,10 @@ class FakeSource:
         if self.fail is not None:
             raise self.fail
         for tid in ids:
+            if self.phases:  # the fx phase answered; the analyses phase runs at the gate
+                with self.lock:
+                    self.stored[tid] = max(self.stored.get(tid, -1), gen)
+                control.answered(tid)
             self.started.set()
             gate = self.gate
             while gate is not None and not gate.wait(0.01):
@@ -364,3 +369,23 @@ def test_a_superseding_edit_continues_the_busy_period(source: FakeSource, clock:
     last = rec.progress[-1]
     assert (last.done, last.total, last.running) == (3, 3, 0)
     assert max(ev.total for ev in rec.progress) == 3  # targets, not jobs
+
+
+def test_a_target_whose_fx_phase_answered_is_not_pending_while_its_analyses_run(
+        source: FakeSource, clock: ManualClock, rec: Recorder) -> None:
+    source.phases, source.gate = True, threading.Event()
+    scheduler = _scheduler(source, clock, rec)
+    scheduler.request_all(0, at_once=True)
+    assert source.started.wait(WAIT)
+    # "a" answered its fx phase and its analyses phase runs: shown, not pending, still running
+    assert scheduler.is_analysing("a") and not scheduler.is_running("a")
+    assert not scheduler.is_target_pending("a") and not scheduler.is_pending("a.py")
+    assert scheduler.is_target_pending("b")  # not started yet
+    with rec.lock:
+        last = rec.progress[-1]
+    assert (last.done, last.answered) == (0, 1)
+    source.gate.set()
+    assert scheduler.wait_idle(WAIT)
+    assert set(rec.finished()) == {"a", "b", "c"} and not scheduler.is_analysing("a")
+    with rec.lock:
+        assert rec.progress[-1].done == rec.progress[-1].answered == 3

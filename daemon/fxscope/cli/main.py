@@ -206,7 +206,8 @@ def _run_check(args: argparse.Namespace, root: Path, config: Config) -> Report:
 
     with _engine(args, root, config) as engine, Progress() as progress:
         def on_progress(ev: ProgressEvent) -> None:
-            progress.update(ev.done, ev.total, ev.target)
+            phases = f"fx {ev.answered}/{ev.total}, analyses running: " if ev.answered > ev.done else ""
+            progress.update(ev.done, ev.total, phases + ev.target)
 
         return check_report(engine.check(paths, graphs=args.graphs, shard=args.shard, on_progress=on_progress,
                                          use_cache=not args.no_cache, retry_faults=args.retry_faults))

@@ -173,7 +173,9 @@ class Dispatcher:
             if urgent > 0:
                 victims = sorted((t for t in self._running if t._state == "running" and not t._preempting
                                   and not t._cancel_asked and self._priority(t) >= BACKGROUND),
-                                 key=lambda t: -t.seq)  # the newest background job loses least
+                                 # the latest in the order (an analyses phase before an fx phase), then the
+                                 # newest: it loses least
+                                 key=lambda t: (-self._priority(t), -t.seq))
                 for ticket in victims[:urgent]:
                     ticket._preempting = True
                     preempt.append(ticket)

@@ -21,14 +21,16 @@ import threading
 import time
 from collections import deque
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Union
 
 from fxscope import __version__
 from fxscope.errors import CheckInterrupted, TorchUnavailableError, WorkerStartError
 from fxscope.cache import FileHasher, ResultCache, claim_directory, hash_json, hash_text
-from fxscope.engine.dispatch import Dispatcher
+from fxscope.engine.dispatch import BACKGROUND, Dispatcher
 from fxscope.engine.faults import cacheable, fault_result, read_fault
+from fxscope.engine.phases import analysable, merge, phase_priority, split
 from fxscope.model.fault import Fault
 from fxscope.engine.results import CheckResult, TargetResult, drop_covered_skips, relativize, skipped_result
 from fxscope.engine.workspace_state import WorkspaceState
@@ -48,8 +50,10 @@ __all__ = ["ABSENT", "Engine", "ProgressEvent", "installed_torch_version"]
 #: key of the recipes they were built from, and their build; 4: notebooks, and scripts imported
 #: without their work; 5: scripts' argparse defaults, and the job's argv is the target's file; 6: scripts
 #: by what their top level calls, and the safe evaluator runs no workspace code; 7: analysis summaries under
-#: ``analyses``, read strictly); part of every cache key: an entry of an older format is a miss, never misread.
-PAYLOAD_FORMAT = 7
+#: ``analyses``, read strictly; 8: a target that runs fx and other analyses is cached per phase, and an
+#: outcome says which analyses ran on its inferred ``inputs``); part of every cache key: an entry of an older
+#: format is a miss, never misread.
+PAYLOAD_FORMAT = 8
 
 #: Characters of a job's captured stdout/stderr kept with its result (the tail).
 OUTPUT_KEPT = 8192
@@ -95,12 +99,15 @@ def installed_torch_version() -> str:
 
 
 class ProgressEvent:
-    """Progress of a check: ``done`` of ``total`` targets, the last finished ``target`` id."""
+    """Progress of a check: ``done`` of ``total`` targets, the last finished ``target`` id, and
+    ``answered``: the targets whose fx phase answered (the done ones, and those whose
+    compile/export phase runs)."""
 
-    __slots__ = ("done", "total", "target", "cached")
+    __slots__ = ("done", "total", "target", "cached", "answered")
 
-    def __init__(self, done: int, total: int, target: str, cached: bool) -> None:
+    def __init__(self, done: int, total: int, target: str, cached: bool, answered: int | None = None) -> None:
         self.done, self.total, self.target, self.cached = done, total, target, cached
+        self.answered = done if answered is None else answered
 
 
 class Engine:
@@ -127,7 +134,7 @@ class Engine:
         self.state = WorkspaceState(self.config, self.cache, self.hasher)
         self.workers = workers or self.config.workers or os.cpu_count() or 1
         self.torch_version = installed_torch_version()
-        self.context = hash_json({
+        context = {
             "config": self.config.fingerprint(),
             "torch": self.torch_version,
             "fxscope": __version__,
@@ -135,7 +142,14 @@ class Engine:
             "payload": PAYLOAD_FORMAT,
             # what model code may do (write, connect) changes what it does: results of another sandbox differ
             "sandbox": self._expected_sandbox().kind,
-        })
+        }
+        self.context = hash_json(context)
+        # each phase of a split target is keyed by the settings of its own analyses only
+        later = tuple(n for n in self.config.all_analyses if n != "fx")
+        self.contexts = {"all": self.context,
+                         "fx": hash_json({**context, "phase": "fx", "config": self.config.fingerprint(("fx",))}),
+                         "analyses": hash_json({**context, "phase": "analyses",
+                                                "config": self.config.fingerprint(later)})}
         self._pool: Any = None
         self._dispatcher: Dispatcher | None = None  # orders the jobs of concurrent runs on the pool
         self._lock = threading.Lock()
@@ -278,14 +292,16 @@ class Engine:
         return _Overlays({str(self.root / rel): text for rel, text in wanted.items()},
                          {rel: hash_text(text) for rel, text in wanted.items()})
 
-    def _job(self, target: Target, overlays: dict[str, str]) -> TraceJob:
+    def _job(self, target: Target, overlays: dict[str, str], phase: str = "all",
+             fx: TargetOutcome | None = None) -> TraceJob:
         from fxscope.job.trace_job import TraceJob  # with the pool: a cached check imports neither
 
         fallback = self._fallback(target)
         return TraceJob(str(self.root), self.config, target, fallback_file=fallback["file"],
                         fallback_line=fallback["line"], overlays=overlays, timeout=self.config.timeout,
                         memory_limit_mb=self.config.memory_limit_mb,
-                        sys_path=tuple(str(p) for p in self.config.python_path))
+                        sys_path=tuple(str(p) for p in self.config.python_path), phase=phase,
+                        build=fx.build if fx is not None else None)
 
     def _fallback(self, t: Target) -> dict[str, Any]:
         """Where a target's finding goes when no workspace frame is involved: its class line, or
@@ -338,7 +354,13 @@ class Engine:
 
         Jobs start in the order of ``priority(target)`` (lower first; asked again whenever a worker
         is free, across every concurrent run of this engine; see :mod:`fxscope.engine.dispatch`),
-        else in the order of ``targets``."""
+        else in the order of ``targets``.
+
+        A target that runs fx and other analyses runs in two phases (:mod:`fxscope.engine.phases`),
+        each cached on its own: ``on_result`` first gets its fx phase's answer with ``pending``
+        naming the analyses still to run (its analyses phase is queued at
+        :func:`~fxscope.engine.phases.phase_priority`: an open file's after the fx of the open and
+        imported files, the rest after every fx phase), then the merged result, which alone is in the returned list."""
         view = self._overlays(overlays)
         digests = view.digests
         if discovery is not None and self._pool is None:
@@ -348,22 +370,39 @@ class Engine:
         def current(rel: str) -> str:
             return self._current_hash(rel, digests)
         results: list[TargetResult] = []
-        misses: list[Target] = []
+        misses: list[tuple[Target, str]] = []  # (target, phase) to run
         warned: set[str] = set()
-        hits = (self.cache.lookup_many([t.id for t in targets], self.context, current, graphs=graphs)
-                if use_cache else {})
+        later = {t.id: split(self.config, t.id) for t in targets}  # the analyses of a split target's second phase
+        fx_of: dict[str, TargetResult] = {}  # the fx phase's result of a target whose analyses phase runs
+        hits: dict[str, dict[str, Any]] = {phase: {} for phase in self.contexts}
+        if use_cache:
+            for phase, ids in (("all", [t.id for t in targets if not later[t.id]]),
+                               ("fx", [t.id for t in targets if later[t.id]]),
+                               ("analyses", [t.id for t in targets if later[t.id]])):
+                if ids:
+                    hits[phase] = self.cache.lookup_many(ids, self.contexts[phase], current, graphs=graphs)
         for t in targets:
-            cached = _cached_outcome(t, hits.get(t.id), retry_faults)
+            first = "fx" if later[t.id] else "all"
+            cached = _cached_outcome(t, hits[first].get(t.id), retry_faults)
             if cached is not None:
                 r = TargetResult(t, cached, cached=True)
                 self._warn(r.outcome.warnings, warned)  # e.g. a bad leaf-modules entry: said on every check
+                if later[t.id] and analysable(cached):
+                    second = _cached_outcome(t, hits["analyses"].get(t.id), retry_faults)
+                    if second is None or second.build != cached.build:
+                        fx_of[t.id] = r
+                        misses.append((t, "analyses"))
+                        if on_result:
+                            on_result(replace(r, pending=later[t.id]))  # fx's answer, while the analyses run
+                        continue
+                    r = TargetResult(t, merge(cached, second, later[t.id]), cached=True)
             elif t.needs_args and not t.recipes:
                 r = skipped_result(t)
                 deps = self._static_deps(t, discovery, digests)
                 if deps:
-                    self.cache.store(t.id, self.context, deps, r.outcome.to_json())
+                    self.cache.store(t.id, self.contexts[first], deps, r.outcome.to_json())
             else:
-                misses.append(t)
+                misses.append((t, first))
                 continue
             results.append(r)
             if on_result:
@@ -372,31 +411,37 @@ class Engine:
         if not misses:
             return results
         preload_deps = self._preload_deps()
-        done: "queue.Queue[tuple[Target, Any, float]]" = queue.Queue()
-        handles: dict[str, tuple[Target, Any]] = {}
+        done: "queue.Queue[tuple[Target, str, Any, float]]" = queue.Queue()
+        handles: dict[tuple[str, str], tuple[Target, Any]] = {}
         dispatcher = self.dispatcher
-        for t in misses:
+
+        def submit(t: Target, phase: str) -> None:
             start = time.perf_counter()
-            h = dispatcher.submit(self._job(t, abs_overlays).to_json(), _bind(priority, t))
-            h.add_done_callback(functools.partial(_put, done, t, start))
-            handles[t.id] = (t, h)
+            fx = fx_of.get(t.id)
+            job = self._job(t, abs_overlays, phase, fx.outcome if fx is not None else None).to_json()
+            h = dispatcher.submit(job, _phase_priority(priority, t, phase))
+            h.add_done_callback(functools.partial(_put, done, t, phase, start))
+            handles[(t.id, phase)] = (t, h)
+
+        for t, phase in misses:
+            submit(t, phase)
         remaining = len(handles)
         # Results are cached while the engine would otherwise wait: a 2,000-node result takes
         # ~4 ms to serialise, holding the GIL, which the caller's thread (the editor's event loop)
         # needs first to show the result.
-        unstored: list[tuple[str, dict[str, str], dict[str, Any]]] = []
+        unstored: list[tuple[str, str, dict[str, str], dict[str, Any]]] = []
         try:
             while remaining:
                 try:
-                    t, handle, start = done.get(timeout=_STORE_DELAY_S if unstored else 0.05)
+                    t, phase, handle, start = done.get(timeout=_STORE_DELAY_S if unstored else 0.05)
                 except queue.Empty:
                     if unstored:
                         self._store(unstored)
                     self._cancel_stale(handles, cancel)
                     continue
                 remaining -= 1
-                asked = t.id not in handles  # _cancel_stale removes the targets it cancels
-                handles.pop(t.id, None)
+                asked = (t.id, phase) not in handles  # _cancel_stale removes the jobs it cancels
+                handles.pop((t.id, phase), None)
                 raw = handle.result()
                 if raw.get("startup"):  # the worker never started: one error, not a finding per target
                     _cancel_all(handles)
@@ -408,17 +453,37 @@ class Engine:
                                            "(its worker was stopped)")
                 if raw.get("fault") == "cancelled":
                     if on_cancelled:
-                        on_cancelled(t)
+                        on_cancelled(t)  # (an analyses phase's: the fx phase's answer stays delivered)
                     continue
                 r, deps, body = self._result_from_raw(t, raw, handle, start, discovery, warned, digests,
                                                       preload_deps)
+                built = fx_of[t.id].outcome.build if phase == "analyses" else None
+                if built is not None and r.outcome.build is None:  # a fault: it is still for the model fx built
+                    body["build"] = built.to_json()
+                    r = replace(r, outcome=replace(r.outcome, build=built))
+                if deps:
+                    unstored.append((t.id, self.contexts[phase], deps, body))
+                if phase == "fx" and analysable(r.outcome):
+                    hit = (self.cache.lookup(t.id, self.contexts["analyses"], current, graphs=graphs)
+                           if use_cache else None)
+                    second = _cached_outcome(t, hit, retry_faults)
+                    if second is None or second.build != r.outcome.build:
+                        fx_of[t.id] = r
+                        if on_result:
+                            on_result(replace(r, pending=later[t.id]))  # fx's answer, while the analyses run
+                        submit(t, "analyses")
+                        remaining += 1
+                        continue
+                    r = replace(r, outcome=merge(r.outcome, second, later[t.id]))
+                elif phase == "analyses":
+                    fx = fx_of.pop(t.id)
+                    r = TargetResult(t, merge(fx.outcome, r.outcome, later[t.id]), cached=False,
+                                     duration_ms=fx.duration_ms + r.duration_ms)
                 results.append(r)
                 if on_result:
                     on_result(r)  # first: the caller (the editor's diagnostics) need not wait for the cache
-                if deps:
-                    unstored.append((t.id, deps, body))
-                    if len(unstored) >= _MAX_UNSTORED:
-                        self._store(unstored)
+                if len(unstored) >= _MAX_UNSTORED:
+                    self._store(unstored)
             if unstored and on_result:
                 time.sleep(_STORE_DELAY_S)  # the caller's threads show the last result first
         finally:  # what reached the caller is cached, even when the run is interrupted
@@ -426,14 +491,14 @@ class Engine:
         self.state.save()
         return results
 
-    def _store(self, unstored: list[tuple[str, dict[str, str], dict[str, Any]]]) -> None:
-        """Cache the results of ``unstored`` (target id, dependencies, body) and empty it."""
-        for tid, deps, body in unstored:
-            self.cache.store(tid, self.context, deps, body)
+    def _store(self, unstored: list[tuple[str, str, dict[str, str], dict[str, Any]]]) -> None:
+        """Cache the results of ``unstored`` (target id, context, dependencies, body) and empty it."""
+        for tid, context, deps, body in unstored:
+            self.cache.store(tid, context, deps, body)
         unstored.clear()
 
     @staticmethod
-    def _cancel_stale(handles: dict[str, tuple[Target, Any]], cancel: Cancel) -> None:
+    def _cancel_stale(handles: dict[tuple[str, str], tuple[Target, Any]], cancel: Cancel) -> None:
         """Kill the jobs that ``cancel`` (an event, or a per-target predicate) says are stale;
         they leave ``handles`` (each is asked once), their outcome still arrives as cancelled."""
         if cancel is None:
@@ -441,9 +506,9 @@ class Engine:
         if isinstance(cancel, threading.Event):
             stale = list(handles) if cancel.is_set() else []
         else:
-            stale = [tid for tid, (t, _) in handles.items() if cancel(t)]
-        for tid in stale:
-            handles.pop(tid)[1].cancel()
+            stale = [key for key, (t, _) in handles.items() if cancel(t)]
+        for key in stale:
+            handles.pop(key)[1].cancel()
 
     def _preload_deps(self) -> dict[str, str]:
         """The workspace files ``preload`` imported into the zygote (root-relative path -> hash of
@@ -535,11 +600,14 @@ class Engine:
         targets = self.select(discovery, paths, target_ids, shard)
         total = len(targets)
         counter = [0]
+        answered: set[str] = set()
 
         def progress(r: TargetResult) -> None:
-            counter[0] += 1
+            answered.add(r.target.id)
+            if not r.pending:  # (a pending one is its fx phase's answer: done when its analyses are)
+                counter[0] += 1
             if on_progress:
-                on_progress(ProgressEvent(counter[0], total, r.target.id, r.cached))
+                on_progress(ProgressEvent(counter[0], total, r.target.id, r.cached, len(answered)))
 
         results = self.run(targets, overlays=overlays, discovery=discovery, on_result=progress,
                            cancel=cancel, use_cache=use_cache, retry_faults=retry_faults, graphs=graphs)
@@ -554,18 +622,22 @@ class Engine:
                            sandbox=self.sandbox_status())
 
 
-def _put(done: "queue.Queue[tuple[Target, Any, float]]", target: Target, start: float, handle: Any) -> None:
-    done.put((target, handle, start))
+def _put(done: "queue.Queue[tuple[Target, str, Any, float]]", target: Target, phase: str, start: float,
+         handle: Any) -> None:
+    done.put((target, phase, handle, start))
 
 
-def _bind(priority: Callable[[Target], int] | None, target: Target) -> Callable[[], int] | None:
-    """``priority`` of ``target``, asked later."""
+def _phase_priority(priority: Callable[[Target], int] | None, target: Target, phase: str) -> Callable[[], int] | None:
+    """``priority`` of ``target``'s job of ``phase``, asked later (see
+    :func:`~fxscope.engine.phases.phase_priority`). Without ``priority`` (a CLI check) every job is
+    background work, the fx phases first, so none preempts an analyses phase, which would only run
+    again."""
     if priority is None:
-        return None
-    return lambda: priority(target)
+        return lambda: phase_priority(BACKGROUND, phase)
+    return lambda: phase_priority(priority(target), phase)
 
 
-def _cancel_all(handles: dict[str, tuple[Target, Any]]) -> None:
+def _cancel_all(handles: dict[tuple[str, str], tuple[Target, Any]]) -> None:
     """Cancel every job still running when a check ends with an error."""
     for _, handle in handles.values():
         handle.cancel()

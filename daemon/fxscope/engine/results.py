@@ -22,12 +22,14 @@ __all__ = ["REACHED", "CheckResult", "TargetResult", "class_type", "covered_by_f
 @dataclass(frozen=True)
 class TargetResult:
     """One target's result: its :class:`~fxscope.model.TargetOutcome`, whether it came from the
-    cache, and how long the trace took."""
+    cache, and how long the trace took. ``pending``: the analyses still running in the target's
+    analyses phase (this is its fx phase's answer; the merged result follows)."""
 
     target: Target
     outcome: TargetOutcome
     cached: bool = False
     duration_ms: float = 0.0
+    pending: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -98,4 +98,6 @@ def _run(factory: Callable[[], Any], analyses: list[Analysis], outcome: TargetOu
         return replace(outcome, status=outcome.status if fx_ran else "skipped",
                        findings=outcome.findings + (finding,))
     outcome = replace(outcome, inputs=inference.inputs)
-    return run_real_analyses(factory, analyses, outcome, state, fx_ran, inputs=specs_table(inference.inputs))
+    outcome = run_real_analyses(factory, analyses, outcome, state, fx_ran, inputs=specs_table(inference.inputs))
+    ran = tuple(a.name for a in analyses if a.name in outcome.analyses)  # those that ran on the inputs
+    return replace(outcome, inputs_for=ran)

@@ -101,11 +101,13 @@ def _import(state: JobState) -> Callable[[], Any] | Ending:
 
 
 def _analyse(factory: Callable[[], Any], state: JobState) -> Ending:
-    """Run the target's analyses: fx on its meta build (retrying candidates whose invented values
-    failed), then those on real tensors, each on a model of its own."""
+    """Run the target's analyses of the job's phase: fx on its meta build (retrying candidates
+    whose invented values failed), then those on real tensors, each on a model of its own. The
+    ``analyses`` phase runs only the latter, on the model its fx phase built (``job.build``)."""
     context = state.context
-    analyses = selected(context.job.config, context.job.target.id, context.warnings)
-    fx_ran = any(a.device == "meta" for a in analyses)
+    job = context.job
+    analyses = selected(job.config, job.target.id, context.warnings)
+    fx_ran = any(a.device == "meta" for a in analyses) and job.phase != "analyses"
     traced = ended("traced")
     if fx_ran:
         rejected: list[Attempt] = []  # builds with invented values whose failure was the values' fault
@@ -117,11 +119,27 @@ def _analyse(factory: Callable[[], Any], state: JobState) -> Ending:
         if not isinstance(outcome, Traced):
             return outcome
         traced = outcome.outcome
-    real = [a for a in analyses if a.device == "cpu"]
-    target = state.context.job.target
+    elif job.phase == "analyses":
+        state.build = job.build
+    real = [a for a in analyses if a.device == "cpu"] if job.phase != "fx" else []
+    # the analyses phase follows an fx phase: it reports like a job whose fx ran (a model that does
+    # not build on the CPU is a warning, a failing analysis does not fail the target)
+    after_fx = fx_ran or job.phase == "analyses"
+    target = job.target
     if real and target.kind == "class" and not target.inputs:  # inputs inferred for the class
-        return run_class_analyses(factory, real, traced, state, fx_ran), None
-    return run_real_analyses(factory, real, traced, state, fx_ran), None
+        return run_class_analyses(factory, real, traced, state, after_fx), None
+    return run_real_analyses(factory, real, traced, state, after_fx), None
+
+
+def _phase_import_failed(stage: Ending, state: JobState) -> Ending:
+    """An ``analyses`` phase whose target no longer imports (or is skipped): its fx phase reports
+    the import once; this phase says why its analyses did not run, as a warning."""
+    outcome, error = stage
+    names = " and ".join(a.name for a in selected(state.context.job.config, state.context.job.target.id)
+                         if a.device == "cpu") or "the"
+    why = outcome.findings[0].message if outcome.findings else f"the target was {outcome.status}"
+    state.context.warnings.append(f"{names} analysis did not run: {why}")
+    return ended(outcome.status), error
 
 
 def run_job(job: TraceJob) -> TargetOutcome:
@@ -139,5 +157,5 @@ def run_job(job: TraceJob) -> TargetOutcome:
     load_plugins(job.config, context.warnings)
     imported = _import(state)
     if isinstance(imported, tuple):
-        return _finish(imported, state)
+        return _finish(_phase_import_failed(imported, state) if job.phase == "analyses" else imported, state)
     return _finish(_analyse(imported, state), state)

@@ -21,10 +21,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from fxscope.model.recipe import Recipe
 from fxscope.project.config import Config
 from fxscope.project.discovery import Target
 
-__all__ = ["TraceJob"]
+__all__ = ["PHASES", "TraceJob"]
+
+#: What a job runs of its target's analyses: ``all`` of them; the ``fx`` phase (those on the meta
+#: device: the tracer); the ``analyses`` phase (those on real CPU tensors: compile, export), which
+#: follows an fx phase of the same target and builds the model as that phase did.
+PHASES = ("all", "fx", "analyses")
 
 
 @dataclass(frozen=True)
@@ -34,7 +40,9 @@ class TraceJob:
     ``fallback_file``/``fallback_line``: where an import or build failure is reported when no
     workspace frame is involved (the class line, or a factory's table in pyproject.toml);
     ``overlays``: absolute path -> unsaved buffer text; ``timeout`` (seconds) and
-    ``memory_limit_mb``: the child's limits; ``sys_path``: prepended to the child's ``sys.path``."""
+    ``memory_limit_mb``: the child's limits; ``sys_path``: prepended to the child's ``sys.path``;
+    ``phase``: which of the target's analyses run (one of :data:`PHASES`); ``build``: for the
+    ``analyses`` phase of a class, the recipe its fx phase built it from (None: its defaults)."""
 
     root: str
     config: Config
@@ -45,6 +53,12 @@ class TraceJob:
     timeout: float | None = None
     memory_limit_mb: int | None = None
     sys_path: tuple[str, ...] = ()
+    phase: str = "all"
+    build: Recipe | None = None
+
+    def __post_init__(self) -> None:
+        if self.phase not in PHASES:
+            raise ValueError(f"phase {self.phase!r} is not one of {PHASES}")
 
     def to_json(self) -> dict[str, Any]:
         """The job as the pool sends it (JSON)."""
@@ -57,6 +71,8 @@ class TraceJob:
             "memory_limit_mb": self.memory_limit_mb,
             "sys_path": list(self.sys_path),
             "fallback": {"file": self.fallback_file, "line": self.fallback_line},
+            "phase": self.phase,
+            "build": None if self.build is None else self.build.to_json(),
         }
 
     @classmethod
@@ -76,4 +92,6 @@ class TraceJob:
             timeout=None if data.get("timeout") is None else float(data["timeout"]),
             memory_limit_mb=data.get("memory_limit_mb"),
             sys_path=tuple(str(p) for p in data.get("sys_path") or ()),
+            phase=str(data.get("phase") or "all"),
+            build=Recipe.from_json(data["build"]) if data.get("build") is not None else None,
         )

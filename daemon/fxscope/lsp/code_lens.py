@@ -43,6 +43,8 @@ def lens_title(summary: ClassSummary, untraceable_lines: int) -> str:
         title += f" · built {summary.provenance}"
     for name, analysis in summary.analyses.items():  # what each analysis says, as it words it
         title += f" · {name}: {analysis.headline}"
+    if summary.analysing:  # fx answered; these run now (or wait for a worker)
+        title += f" · {' and '.join(summary.analysing)}: running…"
     if summary.inputs:
         title += f" · {summary.inputs}"
     return title

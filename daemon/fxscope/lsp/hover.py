@@ -161,6 +161,8 @@ def class_markdown(summary: ClassSummary, target_status: dict[str, str], markdow
     if summary.reason:
         lines.append(f"- {summary.reason}")
     lines += [f"- {s.line(name)}" for name, s in summary.analyses.items()]
+    if summary.analysing:
+        lines.append(f"- {' and '.join(summary.analysing)}: running (fx's answer is shown)")
     return "\n".join(lines)
 
 

@@ -34,6 +34,7 @@ class _Round:
     ended: bool = False
     cancelled: bool = False
     done: int = 0
+    answered: int = 0  # targets whose fx phase answered
     total: int = 0
     running: int = 0
     summary: RunSummary | None = None
@@ -70,7 +71,7 @@ class ProgressFeature:
                 return
             title = self._titles.pop(folder.uri, None) or f"fxscope: checking {folder.name}"
             r = self._rounds[folder.uri] = _Round(title)
-        r.done, r.total, r.running = ev.done, ev.total, ev.running
+        r.done, r.total, r.running, r.answered = ev.done, ev.total, ev.running, ev.answered
         if ev.summary is not None:
             r.summary = ev.summary
             self._log(folder, ev.summary)
@@ -144,7 +145,10 @@ class ProgressFeature:
 
     @staticmethod
     def _message(r: _Round) -> str:
-        return f"{r.done} of {r.total} targets" + (" (cancelling)" if r.cancelled else "")
+        message = f"{r.done} of {r.total} targets"
+        if r.answered > r.done:  # fx answered for more: their compile/export analyses run
+            message += f" · fx {r.answered} of {r.total}, analyses running"
+        return message + (" (cancelling)" if r.cancelled else "")
 
     @staticmethod
     def _percent(r: _Round) -> int:

@@ -121,6 +121,8 @@ class ClassSummary:
     inputs: str | None = None
     #: The names of its own target's analyses (with a summary) that ran on those inputs.
     inputs_for: tuple[str, ...] = ()
+    #: The analyses of its own target still running (its fx phase answered; theirs follows).
+    analysing: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-able dict of every field."""
@@ -131,7 +133,7 @@ class ClassSummary:
                 "reason": self.reason, "build": self.build, "provenance": self.provenance,
                 "reason_code": self.reason_code,
                 "analyses": {name: summary.to_json() for name, summary in self.analyses.items()},
-                "inputs": self.inputs, "inputs_for": list(self.inputs_for)}
+                "inputs": self.inputs, "inputs_for": list(self.inputs_for), "analysing": list(self.analysing)}
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> ClassSummary:
@@ -147,6 +149,7 @@ class ClassSummary:
             analyses=MappingProxyType({str(k): AnalysisSummary.from_json(v, f"analyses.{k}")
                                        for k, v in (data.get("analyses") or {}).items()}),
             inputs=data.get("inputs"), inputs_for=tuple(str(n) for n in data.get("inputs_for") or ()),
+            analysing=tuple(str(n) for n in data.get("analysing") or ()),
         )
 
 

@@ -249,7 +249,7 @@ class Graphs(Sequence[GraphInfo]):
 #: The fields of a result body (what a job returns and the cache stores).
 _BODY_KEYS = frozenset({"status", "nodes", "modules", "findings", "graphs", "files", "warnings", "output", "torch",
                         "device", "fault", "build", "build_key", "covered_by", "analyses",
-                        "inputs"})
+                        "inputs", "inputs_for"})
 
 
 @dataclass(frozen=True)
@@ -284,8 +284,9 @@ class TargetOutcome:
     build_key: str | None = None
     covered_by: str | None = None
     analyses: Mapping[str, AnalysisSummary] = field(default_factory=lambda: _NO_ANALYSES)
-    #: The example inputs inferred for a class target, which the analyses ran on.
+    #: The example inputs inferred for a class target, and the analyses that ran on them (by name).
     inputs: InferredInputs | None = None
+    inputs_for: tuple[str, ...] = ()
 
     @classmethod
     def from_json(cls, body: Any, *, target: str = "") -> TargetOutcome:
@@ -329,6 +330,7 @@ class TargetOutcome:
             analyses=MappingProxyType({str(name): AnalysisSummary.from_json(value, f"analyses.{name}")
                                        for name, value in analyses.items()}) if analyses else _NO_ANALYSES,
             inputs=InferredInputs.from_json(body["inputs"], "inputs") if body.get("inputs") is not None else None,
+            inputs_for=strings(body, "inputs_for", "result"),
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -350,6 +352,8 @@ class TargetOutcome:
             out["analyses"] = {name: s.to_json() for name, s in self.analyses.items()}
         if self.inputs is not None:
             out["inputs"] = self.inputs.to_json()
+        if self.inputs_for:
+            out["inputs_for"] = list(self.inputs_for)
         return out
 
     @property

@@ -232,10 +232,18 @@ class Config:
         """Export with a dynamic batch; alias ``export-dynamic-batch``."""
         return bool(self.analysis_settings("export").get("dynamic-batch", False))
 
-    def fingerprint(self) -> str:
+    def fingerprint(self, analyses: tuple[str, ...] | None = None) -> str:
         """sha256 hex of everything that can change a trace result (paths root-relative;
-        ``workers`` and ``cache_dir`` excluded), for cache keys."""
-        blob = json.dumps(self._trace_inputs(), sort_keys=True, separators=(",", ":"))
+        ``workers`` and ``cache_dir`` excluded), for cache keys. ``analyses``: the fingerprint of
+        a job that runs only those (one phase of a target): the other analyses' names and options
+        are left out, so changing them keeps that phase's results."""
+        inputs = self._trace_inputs()
+        if analyses is not None:
+            inputs["analyses"] = list(analyses)
+            inputs["analysis_options"] = {k: dict(v) for k, v in self.analysis_options.items() if v and k in analyses}
+            inputs["targets"] = [{**t, "analyses": [a for a in t.get("analyses", analyses) if a in analyses]}
+                                 for t in inputs["targets"]]
+        blob = json.dumps(inputs, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
     def to_json(self) -> dict[str, Any]:

@@ -89,7 +89,8 @@ class RunSummary:
 class ProgressEvent:
     """Scheduler progress: ``done`` of ``total`` targets of the rounds run since the last idle
     time (a target killed for a newer snapshot is not done until its new job is), ``running``
-    ones, the last finished ``target`` (None at the start of a round); ``summary`` is set on the
+    ones, the last finished ``target`` (None at the start of a round), those whose fx phase
+    ``answered`` (their compile/export analyses may still run); ``summary`` is set on the
     event that ends a busy period (nothing runs, is planned or debounces any more)."""
 
     done: int
@@ -98,6 +99,8 @@ class ProgressEvent:
     target: str | None
     generation: int
     summary: RunSummary | None = None
+    #: Targets whose fx phase answered (``done`` ones, and those whose analyses phase runs now).
+    answered: int = 0
 
 
 @dataclass(frozen=True)

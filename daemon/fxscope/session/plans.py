@@ -12,13 +12,16 @@ __all__ = ["RoundControl", "RoundPlan", "RoundSource", "SchedulerCounts"]
 
 class RoundControl(Protocol):
     """What a running round asks the scheduler: is a target's job stale (a newer snapshot needs
-    it, or the round was cancelled), and that a target finished (delivered or cancelled)."""
+    it, or the round was cancelled), that a target's fx phase answered (its analyses phase runs
+    next), and that a target finished (delivered or cancelled)."""
 
     generation: int
 
     def stale(self, target_id: str) -> bool: ...
 
     def finished(self, target_id: str, outcome: str = "clean") -> None: ...
+
+    def answered(self, target_id: str) -> None: ...
 
     def priority(self, target_id: str) -> int: ...
 

@@ -142,7 +142,10 @@ class Rounds:
              control: RoundControl, use_cache: bool, retry_faults: bool) -> None:
         def on_result(r: TargetResult) -> None:
             self.deliver(r, snapshot, discovery)
-            control.finished(r.target.id, _outcome(r))
+            if r.pending:  # the fx phase answered; the target's analyses phase runs next
+                control.answered(r.target.id)
+            else:
+                control.finished(r.target.id, _outcome(r))
 
         engine.run(targets, overlays=snapshot, discovery=discovery, on_result=on_result,
                    cancel=lambda t: control.stale(t.id), use_cache=use_cache,

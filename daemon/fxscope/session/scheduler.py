@@ -43,6 +43,9 @@ class _Control:
     def finished(self, target_id: str, outcome: str = "clean") -> None:
         self._scheduler.finished(target_id, self.generation, outcome)
 
+    def answered(self, target_id: str) -> None:
+        self._scheduler.answered(target_id, self.generation)
+
     def priority(self, target_id: str) -> int:
         return self._scheduler.priority(target_id)
 
@@ -78,6 +81,7 @@ class Scheduler:
         # the busy period (rounds back to back, until nothing is planned, debouncing or running):
         self._period: set[str] = set()  # every target its rounds ran
         self._finished: set[str] = set()  # those whose last job finished (not superseded since)
+        self._answered: dict[str, int] = {}  # target id -> generation whose fx phase answered (analyses run)
         self._outcomes: dict[str, tuple[int, str]] = {}  # target id -> generation, how its last job finished
         self._rounds = self._checks = 0
         self._started: float | None = None
@@ -191,6 +195,7 @@ class Scheduler:
         for tid in ids:
             self._requested[tid] = max(self._requested.get(tid, -1), gen)
             self._running[tid] = self._attempted[tid] = gen
+            self._answered.pop(tid, None)
         if not ids:
             self._idle.notify_all()
             return
@@ -205,8 +210,9 @@ class Scheduler:
 
     def _event(self, target: str | None, generation: int, summary: RunSummary | None = None) -> ProgressEvent:
         """Progress of the busy period: targets finished of those its rounds ran (lock held)."""
+        answered = sum(1 for tid, g in self._answered.items() if self._running.get(tid) == g)
         return ProgressEvent(len(self._finished), len(self._period), len(self._running), target, generation,
-                             summary)
+                             summary, len(self._finished) + answered)
 
     def _emit(self, event: ProgressEvent) -> None:
         self._on_progress(event)
@@ -286,11 +292,28 @@ class Scheduler:
             return (self._closed or (generation < self._cancel_below and target_id not in self._spared)
                     or self._requested.get(target_id, generation) > generation)
 
+    def answered(self, target_id: str, generation: int) -> None:
+        """The fx phase of ``target_id`` in the round of ``generation`` answered (its result is
+        stored); its analyses phase runs next: the target is no longer pending, still running."""
+        with self._lock:
+            if self._running.get(target_id) != generation:
+                return
+            self._answered[target_id] = generation
+            event = self._event(target_id, generation)
+        self._emit(event)
+
+    def _analysing(self, target_id: str) -> bool:
+        """Whether the running job of ``target_id`` is its analyses phase (lock held)."""
+        gen = self._running.get(target_id)
+        return gen is not None and self._answered.get(target_id) == gen
+
     def finished(self, target_id: str, generation: int, outcome: str = "clean") -> None:
         """``target_id`` of the round of ``generation`` finished: ``outcome`` is ``cached``,
         ``clean``, ``errors`` (findings), ``failed`` (could not be built or traced at all) or
         ``cancelled`` (counted in the round's summary)."""
         with self._lock:
+            if self._answered.get(target_id, -1) <= generation:
+                self._answered.pop(target_id, None)
             if self._running.get(target_id) == generation:
                 del self._running[target_id]
             if self._outcomes.get(target_id, (-1, ""))[0] > generation:
@@ -348,17 +371,22 @@ class Scheduler:
                 return True
             if any(files is None or file in files for files in self._planning):
                 return True
-            return any(tid in self._running or self._queued(tid) for tid in affected)
+            return any((tid in self._running and not self._analysing(tid)) or self._queued(tid) for tid in affected)
 
     def is_running(self, target_id: str) -> bool:
-        """Whether a job of ``target_id`` runs now."""
+        """Whether a job of ``target_id`` runs now, before its fx phase answered."""
         with self._lock:
-            return target_id in self._running
+            return target_id in self._running and not self._analysing(target_id)
+
+    def is_analysing(self, target_id: str) -> bool:
+        """Whether the analyses phase of ``target_id`` runs now (its fx phase answered)."""
+        with self._lock:
+            return self._analysing(target_id)
 
     def is_target_pending(self, target_id: str) -> bool:
         """Whether ``target_id`` runs now, or was asked for and has no result yet."""
         with self._lock:
-            return target_id in self._running or (
+            return (target_id in self._running and not self._analysing(target_id)) or (
                 target_id in self._requested and self._source.stored_generation(target_id) < 0)
 
     def _queued(self, tid: str) -> bool:

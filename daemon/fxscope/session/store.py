@@ -370,7 +370,7 @@ class ResultStore:
             held = stored.get(target.id) if target else None
             summary = class_summary(file, line, classes[line], target, held.result.outcome if held else None,
                                     held.findings if held else (), seen, pending(target.id) if target else False,
-                                    rooted)
+                                    rooted, held.result.pending if held else ())
             kids = sorted({c for inst in seen for c in leaves.get((inst.target, inst.module.path), ())})
             count = sum(1 for n in lines if line <= n and (end is None or n < end))
             out.append(replace(summary, leaf_children=tuple(kids), findings=count))

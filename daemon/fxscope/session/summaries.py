@@ -26,11 +26,13 @@ def _analyses(target: Target | None, outcome: TargetOutcome | None, seen: Sequen
 
 def class_summary(file: str, line: int, names: tuple[str, str], target: Target | None, outcome: TargetOutcome | None,
                   findings: Sequence[Finding], seen: Sequence[Instance], pending: bool,
-                  rooted: Mapping[str, Mapping[str, AnalysisSummary]] | None = None) -> ClassSummary:
+                  rooted: Mapping[str, Mapping[str, AnalysisSummary]] | None = None,
+                  analysing: tuple[str, ...] = ()) -> ClassSummary:
     """The summary of the class at ``line`` of ``file`` (``names``: its qualified name and type), before
     its leaf children and findings are counted: ``target`` is its own class target, ``outcome`` and
     ``findings`` that target's stored result, ``seen`` its instances in traced models, ``rooted`` the
-    analysis summaries of the targets whose model some instance is the root of (by target id)."""
+    analysis summaries of the targets whose model some instance is the root of (by target id),
+    ``analysing`` the analyses of its target still running (its fx phase answered)."""
     qualname, type_name = names
     others = sorted({i.target for i in seen} - {target.id if target else ""})
     targets = ([target.id] if target else []) + others
@@ -53,7 +55,7 @@ def class_summary(file: str, line: int, names: tuple[str, str], target: Target |
         if outcome.build is not None and outcome.build.kind != "defaults" and status != "skipped":
             build, provenance = outcome.build.text, outcome.build.provenance()
         if outcome.inputs is not None:
-            inputs, inputs_for = outcome.inputs.describe(), tuple(outcome.analyses)
+            inputs, inputs_for = outcome.inputs.describe(), outcome.inputs_for
     elif seen:
         status = "failed" if any(i.module.status == "failed" for i in seen) else "traced"
     else:
@@ -61,4 +63,4 @@ def class_summary(file: str, line: int, names: tuple[str, str], target: Target |
     instances = tuple(sorted({i.module.path for i in seen}))
     return ClassSummary(file, line, qualname, type_name, tuple(targets), status, nodes, instances, (), 0, reason,
                         build, provenance, reason_code, _analyses(target, outcome, seen, rooted or {}), inputs,
-                        inputs_for)
+                        inputs_for, analysing if status != "pending" else ())
