@@ -750,6 +750,8 @@ _NAMED_PLACEHOLDERS: tuple[tuple[re.Pattern[str], Expr], ...] = tuple(
     (re.compile(pattern), value) for pattern, value in (
         (r"(^|_)(depth|depths|layers?|n_?layers?|num_(hidden_)?layers|blocks?|n_?blocks|num_blocks|stages?|levels?)$", Lit(2)),
         (r"(^|_)(heads?|n_?heads?|num_(attention_)?heads|nhead|groups?|num_groups)$", Lit(2)),
+        # a grid of tokens (Swin's `input_resolution`): windows of 4, 7, 8, 14 and two halvings tile 56
+        (r"(^|_)(input_resolution|patches_resolution)$", Lit(56)),
         (r"(^|_)(image_size|img_size|resolution|input_size)$", Lit(32)),
         (r"(^|_)(patch_size|patch)$", Lit(8)),
         (r"(^|_)(kernel_size|kernel)$", Lit(3)),
