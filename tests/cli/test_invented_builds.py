@@ -228,7 +228,7 @@ def test_when_no_invented_value_fits_the_class_is_could_not_build(swin: tuple[Pa
     message = info["message"]  # what was tried, and why each was rejected
     assert "`PatchSplit3d(input_resolution=56, dim=16)` (placeholder" in message
     assert "cannot unpack non-iterable int object" in message and "invented input_resolution=56" in message
-    assert "`PatchSplit3d(input_resolution=(32, 32), dim=16)` (placeholder" in message
+    assert "`PatchSplit3d(input_resolution=(56, 56), dim=16)` (placeholder" in message
     assert "not enough values to unpack" in message
     assert run.targets["pkg/swin.py::PatchSplit3d"]["status"] == "skipped"
     assert "build" not in run.targets["pkg/swin.py::PatchSplit3d"]
