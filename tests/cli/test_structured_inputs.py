@@ -39,14 +39,45 @@ WRAPPERS = """
 
         def forward(self, x):
             return self.decoder(self.encoder(x))
+
+
+    class ResNetBackbone(nn.Module):
+        def __init__(self, width):
+            super().__init__()
+            self.width = width
+            self.conv = nn.Conv2d(3, width, 3)
+
+        def forward(self, x):
+            return self.conv(x)
+
+
+    class Detector(nn.Module):
+        def __init__(self, backbone):  # the one class the repository builds whose name ends in Backbone
+            super().__init__()
+            self.backbone = backbone
+            self.head = nn.Conv2d(backbone.width, 2, 1)
+
+        def forward(self, x):
+            return self.head(self.backbone(x))
+
+
+    class Distiller(nn.Module):  # MARK distiller
+        def __init__(self, teacher, student):  # nothing relates: never a random class
+            super().__init__()
+            self.teacher = teacher
+            self.student = student
+
+        def forward(self, x):
+            return self.student(x) - self.teacher(x)
     """
 
 README = """
     # wrappers
 
     ```python
-    from wrappers import Encoder
+    from wrappers import Encoder, ResNetBackbone
     encoder = Encoder(dim=1024, depth=12)
+    backbone = ResNetBackbone(width=4)
     ```
     """
 
@@ -106,3 +137,15 @@ def test_a_sub_network_is_built_the_smallest_way(checked: tuple[Path, CheckRun])
     # not the README's full-size Encoder(dim=1024, depth=12): the smallest Encoder that builds
     assert mae["build"]["text"].startswith("MAE(encoder=Encoder(dim=16, depth=2)"), mae["build"]["text"]
     assert run.targets["wrappers.py::Encoder"]["build"]["text"] == "Encoder(dim=1024, depth=12)"
+
+
+def test_a_generic_sub_network_name_gets_the_class_that_relates_or_none(checked: tuple[Path, CheckRun]) -> None:
+    root, run = checked
+    detector = run.targets["wrappers.py::Detector"]
+    assert detector["status"] == "traced", run.findings("wrappers.py::Detector")
+    assert detector["build"]["text"] == "Detector(backbone=ResNetBackbone(width=4))"
+    distiller = run.targets["wrappers.py::Distiller"]
+    assert distiller["status"] == "skipped" and "build" not in distiller
+    [info] = run.findings("wrappers.py::Distiller")
+    assert info["code"] == "FXS405" and info["line"] == locate(root, "wrappers.py", "MARK distiller")[0]
+    assert "nothing fits `teacher`, `student`: no workspace nn.Module class" in info["message"]

@@ -473,6 +473,28 @@ class RecipeIndex:
             found = [r for r in found if not any(is_notebook(ref.module) for ref in resolved_refs(r.expr))]
         return policy.rank(self._weights_off(r) for r in found) if self._weighty else policy.rank(found)
 
+    def unbuilt(self, rel: str, name: str, required: tuple[str, ...]) -> str:
+        """Why a class with no candidate has none: the required parameters nothing fits (no
+        value the repository uses for that name, no placeholder, no workspace module class that
+        relates); empty when that is not the reason."""
+        key = _ClassKey(rel, name)
+        try:
+            params, owner = self._parameters(key, required)
+            if params is None:
+                return ""
+            info = self._info(owner)
+            open_ = [p for p in params if not self._read("words", p)
+                     and not self._placeholders(owner, p, info.annotations.get(p), 0)]
+        except (_Unresolved, RecursionError):
+            return ""
+        if not open_:
+            return ""
+        names = ", ".join(f"`{p}`" for p in open_)
+        it, name = ("it", "that name") if len(open_) == 1 else ("them", "those names")
+        return (f"nothing fits {names}: no workspace nn.Module class is annotated for {it}, named like {it}, or "
+                f"passed for {it} in a construction of the repository fxscope can read, and no value is used "
+                f"for {name}")
+
     def defaults(self, rel: str, name: str) -> Recipe:
         """``Net()`` at the class's line: the build from the constructor's defaults."""
         return self.recipe(Call(Ref(self.ws.module_of.get(rel) or "", (name,))), "defaults", rel,
@@ -567,6 +589,13 @@ class RecipeIndex:
             here = [k for k in lowered[wanted] if k.rel == owner.rel]
             near = [k for k in lowered[wanted] if k.rel != owner.rel]
             classes += [k for k in here + (near if len(near) == 1 else []) if k not in classes]
+        elif not classes and len(wanted) >= 3:
+            # `backbone`: the one class the repository constructs whose name ends in the word
+            # (`ResNetBackbone`); several, or none the repository builds: nothing relates
+            related = [k for name, keys in lowered.items() if name.endswith(wanted) and name != wanted
+                       for k in keys if k != owner and self._read("sites", k)]
+            if len(related) == 1:
+                classes.append(related[0])
         ways = [self._read("built", (cls, depth + 1)) for cls in classes if cls != owner]
         values: list[Expr] = []
         for rank in range(_PER_PARAMETER):  # each class's smallest way first, then the next ones
