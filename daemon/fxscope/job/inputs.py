@@ -7,8 +7,10 @@ transformers' ``dummy_inputs`` and main input, timm's ``pretrained_cfg["input_si
 the forward's annotations or docstring give (their named dimensions filled from the model), and the
 model's structure (the first layer that consumes the input: ``Conv2d.in_channels`` with a spatial
 size from ``image_size``/``img_size``/``patch_size``, ``Linear.in_features``, ``Embedding`` ->
-token ids as long as ``block_size``/``max_seq_len``/``context_length``), with a small search over
-the sizes they leave open.
+token ids as long as ``block_size``/``max_seq_len``/``context_length``; tokens ``(B, H*W, C)`` from
+an ``input_resolution`` or ``window_size`` pair, ``img_size // patch_size``, ``num_patches``), with a
+small search over the sizes they leave open; a forward's other required tensors only where their
+names fix them from the first (a mask, a context, keys and values, a diffusion timestep).
 
 A candidate is kept only when the model's eager forward runs on it: first on the meta device
 (shapes only, cheap: a shape error there rejects it; a question meta cannot answer, ``.item()``,
@@ -346,7 +348,15 @@ def _tokens(numbers: Mapping[str, int], pairs: Mapping[str, tuple[int, ...]]) ->
         if key in numbers:
             n = min(numbers[key], 256)
             found.append((n, f"its {key}={numbers[key]}" + (f" (at most {n} tokens)" if n != numbers[key] else "")))
-    return list({n: (n, said) for n, said in reversed(found)}.values())[::-1]
+    return _first_of_each(found)
+
+
+def _first_of_each(found: list[tuple[int, str]]) -> list[tuple[int, str]]:
+    """``found`` without the later pairs of a number already there."""
+    seen: dict[int, tuple[int, str]] = {}
+    for n, said in found:
+        seen.setdefault(n, (n, said))
+    return list(seen.values())
 
 
 #: Names of the structure that count tokens (:func:`_tokens`).
@@ -398,7 +408,7 @@ def _first_input(model: Any, name: str, numbers: Mapping[str, int], pairs: Mappi
         # tokens (B, N, C): N from the structure, C the model's width or what the layer takes
         widths = [(numbers[k], f"{k}={numbers[k]}") for k in ("dim", "embed_dim", "hidden_dim", "d_model", "n_embd")
                   if k in numbers]
-        widths = list({c: (c, said) for c, said in reversed([*widths, (d, what)])}.values())[::-1][:3]
+        widths = _first_of_each([*widths, (d, what)])[:3]
         for n, said in _tokens(numbers, pairs)[:3]:
             for c, width in widths:
                 shapes.append((TensorShape((BATCH, n, c)), f"{said} of {width}"))
