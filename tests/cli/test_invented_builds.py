@@ -215,7 +215,7 @@ def test_an_invented_int_that_breaks_the_build_gives_way_to_a_pair(swin: tuple[P
     target = run.targets["pkg/swin.py::PatchMerging"]
     assert target["status"] == "traced" and not run.findings("pkg/swin.py::PatchMerging")
     assert target["build"]["kind"] == "placeholder"
-    assert target["build"]["text"] == "PatchMerging(input_resolution=(32, 32), dim=16)"
+    assert target["build"]["text"] == "PatchMerging(input_resolution=(56, 56), dim=16)"
     unpack, _ = locate(root, "pkg/swin.py", "MARK unpack")
     assert not [f for f in run.report["findings"] if f["line"] == unpack]
 
@@ -226,9 +226,9 @@ def test_when_no_invented_value_fits_the_class_is_could_not_build(swin: tuple[Pa
     assert (info["code"], info["severity"]) == ("FXS405", "info")
     assert info["line"] == locate(root, "pkg/swin.py", "MARK class3d")[0]
     message = info["message"]  # what was tried, and why each was rejected
-    assert "`PatchSplit3d(input_resolution=32, dim=16)` (placeholder" in message
-    assert "cannot unpack non-iterable int object" in message and "invented input_resolution=32" in message
-    assert "`PatchSplit3d(input_resolution=(32, 32), dim=16)` (placeholder" in message
+    assert "`PatchSplit3d(input_resolution=56, dim=16)` (placeholder" in message
+    assert "cannot unpack non-iterable int object" in message and "invented input_resolution=56" in message
+    assert "`PatchSplit3d(input_resolution=(56, 56), dim=16)` (placeholder" in message
     assert "not enough values to unpack" in message
     assert run.targets["pkg/swin.py::PatchSplit3d"]["status"] == "skipped"
     assert "build" not in run.targets["pkg/swin.py::PatchSplit3d"]

@@ -65,8 +65,9 @@ def skipped_result(target: Target) -> TargetResult:
     """The result of a class that needs constructor arguments and has neither a factory nor a
     recipe (FXS405)."""
     args = ", ".join(a for a in target.required_args) or "arguments"
+    why = f"; fxscope could not build it on its own: {target.unbuilt}" if target.unbuilt else ""
     finding = Finding.from_json(finding_dict(
-        "FXS405", f"`{target.qualname}` needs constructor arguments ({args}) and no factory is configured",
+        "FXS405", f"`{target.qualname}` needs constructor arguments ({args}) and no factory is configured{why}",
         hint=CODES["FXS405"].help, file=target.file, line=max(target.line, 1)), target=target.id)
     return TargetResult(target, TargetOutcome("skipped", findings=(finding,), build_key=target.build_key()))
 

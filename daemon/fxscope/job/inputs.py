@@ -7,8 +7,10 @@ transformers' ``dummy_inputs`` and main input, timm's ``pretrained_cfg["input_si
 the forward's annotations or docstring give (their named dimensions filled from the model), and the
 model's structure (the first layer that consumes the input: ``Conv2d.in_channels`` with a spatial
 size from ``image_size``/``img_size``/``patch_size``, ``Linear.in_features``, ``Embedding`` ->
-token ids as long as ``block_size``/``max_seq_len``/``context_length``), with a small search over
-the sizes they leave open.
+token ids as long as ``block_size``/``max_seq_len``/``context_length``; tokens ``(B, H*W, C)`` from
+an ``input_resolution`` or ``window_size`` pair, ``img_size // patch_size``, ``num_patches``), with a
+small search over the sizes they leave open; a forward's other required tensors only where their
+names fix them from the first (a mask, a context, keys and values, a diffusion timestep).
 
 A candidate is kept only when the model's eager forward runs on it: first on the meta device
 (shapes only, cheap: a shape error there rejects it; a question meta cannot answer, ``.item()``,
@@ -94,9 +96,11 @@ def _forward_params(model: Any) -> tuple[list[str], list[str], bool] | None:
     return names, required, var
 
 
-def _numbers(model: Any, factory: Callable[[], Any]) -> dict[str, int]:
+def _numbers(model: Any, factory: Callable[[], Any],
+             pairs: dict[str, tuple[int, ...]] | None = None) -> dict[str, int]:
     """Integers the model says about itself: its attributes, its config's, its constructor's
-    defaults and the arguments it was built with (lower-cased names)."""
+    defaults and the arguments it was built with (lower-cased names); a pair or triple counts as
+    its last item, and goes whole into ``pairs`` when given (``input_resolution=(56, 56)``)."""
     found: dict[str, int] = {}
 
     def take(mapping: Mapping[str, Any]) -> None:
@@ -106,6 +110,8 @@ def _numbers(model: Any, factory: Callable[[], Any]) -> dict[str, int]:
             elif isinstance(key, str) and isinstance(value, (tuple, list)) and len(value) in (2, 3) and all(
                     isinstance(v, int) and not isinstance(v, bool) and 0 < v <= 4096 for v in value):
                 found.setdefault(key.lower(), value[-1])
+                if pairs is not None:
+                    pairs.setdefault(key.lower(), tuple(value))
 
     take({k: v for k, v in vars(model).items() if not k.startswith("_")})
     for name in ("config", "cfg", "args", "hparams", "params"):
@@ -269,13 +275,100 @@ def _conventions(model: Any, params: list[str]) -> Iterator[InferredInputs]:
 
 
 def _structure(model: Any, params: list[str], required: list[str], numbers: Mapping[str, int],
-               layer: Any) -> Iterator[InferredInputs]:
-    """Inputs the first layer that consumes the input implies, for a forward with one input."""
+               pairs: Mapping[str, tuple[int, ...]], layer: Any) -> Iterator[InferredInputs]:
+    """Inputs the first layer that consumes the input implies: for a forward with one required
+    input, or one whose other required inputs are companions its name fixes from the first
+    (:func:`_companion`: a mask, a context, keys and values, a diffusion timestep)."""
+    if not params or (required and required[0] != params[0]):
+        return
+    others = [p for p in required if p != params[0]]
+    rules = [_companion(p, params[0]) for p in others]
+    if not all(rules):
+        return
+    for first in _first_input(model, params[0], numbers, pairs, layer):
+        if not others:
+            yield first
+            continue
+        (_, spec), = first.specs
+        made = [(p, rule(spec, numbers)) for p, rule in zip(others, rules) if rule is not None]
+        if any(m is None for _, m in made):
+            continue
+        specs = (*first.specs, *((p, m) for p, m in made if m is not None))
+        said = ", ".join(f"{p} {m.render()}" for p, m in made if m is not None)
+        yield InferredInputs(specs, "structure", text=f"{first.text}, with {said} to match")
+
+
+#: Names of forward parameters whose shape follows from the first input's (see :func:`_companion`).
+_MASKS = ("mask", "attn_mask", "attention_mask", "key_padding_mask", "src_mask", "padding_mask", "src_key_padding_mask",
+          "pad_mask", "x_mask")
+_CONTEXTS = ("context", "cond", "encoder_hidden_states", "memory", "enc", "encoder_out", "enc_out", "cross")
+_TIMESTEPS = ("t", "time", "times", "timestep", "timesteps", "noise_level", "sigma", "sigmas")
+_CONTEXT_DIMS = ("context_dim", "dim_context", "cross_attention_dim", "cond_dim", "encoder_dim", "enc_dim")
+
+
+def _companion(param: str, first: str) -> Callable[[TensorShape, Mapping[str, int]], TensorShape | None] | None:
+    """How a required forward parameter ``param`` follows from the first input's shape, None when
+    its name does not say (then no structure candidate is made: nothing is invented)."""
+    name = param.lower()
+    if name in _MASKS:
+        # a padding mask over the first input's positions (all true: it keeps everything)
+        return lambda s, _: TensorShape(tuple(s.shape[:2]), "bool") if len(s.shape) >= 2 else None
+    if name in _CONTEXTS:
+        def context(s: TensorShape, numbers: Mapping[str, int]) -> TensorShape | None:
+            if len(s.shape) != 3 or s.dtype != "float32":
+                return None
+            d = next((numbers[k] for k in _CONTEXT_DIMS if k in numbers), s.shape[-1])
+            return TensorShape((s.shape[0], s.shape[1], d))
+        return context
+    if name in _TIMESTEPS:
+        return lambda s, _: TensorShape((s.shape[0],)) if s.shape else None  # one (float) time per sample
+    if (first.lower(), name) in (("q", "k"), ("q", "v"), ("query", "key"), ("query", "value"), ("queries", "keys"),
+                                 ("queries", "values")):
+        return lambda s, _: s  # keys and values shaped like the queries
+    return None
+
+
+def _tokens(numbers: Mapping[str, int], pairs: Mapping[str, tuple[int, ...]]) -> list[tuple[int, str]]:
+    """Token counts the model's structure gives, with what gave them: a grid of tokens
+    (``input_resolution=(56, 56)``, a ``window_size`` pair: H*W), an image cut into patches
+    (``img_size // patch_size`` squared), a ``num_patches`` or ``seq_len``."""
+    found: list[tuple[int, str]] = []
+    for key in _TOKEN_GRIDS:
+        grid = pairs.get(key)
+        if grid is None and key in ("input_resolution", "patches_resolution") and key in numbers:
+            grid = (numbers[key], numbers[key])
+        if grid is not None and len(grid) == 2:
+            found.append((grid[0] * grid[1], f"its {key}=({grid[0]}, {grid[1]}) as {grid[0] * grid[1]} tokens"))
+    patch = numbers.get("patch_size")
+    size = next(((k, numbers[k]) for k in ("img_size", "image_size") if k in numbers), None)
+    if patch and size is not None and size[1] % patch == 0:
+        n = (size[1] // patch) ** 2
+        found.append((n, f"its {size[0]}={size[1]} and patch_size={patch} as {n} tokens"))
+    for key in _TOKEN_COUNTS:
+        if key in numbers:
+            n = min(numbers[key], 256)
+            found.append((n, f"its {key}={numbers[key]}" + (f" (at most {n} tokens)" if n != numbers[key] else "")))
+    return _first_of_each(found)
+
+
+def _first_of_each(found: list[tuple[int, str]]) -> list[tuple[int, str]]:
+    """``found`` without the later pairs of a number already there."""
+    seen: dict[int, tuple[int, str]] = {}
+    for n, said in found:
+        seen.setdefault(n, (n, said))
+    return list(seen.values())
+
+
+#: Names of the structure that count tokens (:func:`_tokens`).
+_TOKEN_GRIDS = ("input_resolution", "patches_resolution", "window_size", "grid_size", "feature_resolution")
+_TOKEN_COUNTS = ("num_patches", "seq_len", "seq_length", "num_tokens", "n_tokens", "max_seq_len")
+
+
+def _first_input(model: Any, name: str, numbers: Mapping[str, int], pairs: Mapping[str, tuple[int, ...]],
+                 layer: Any) -> Iterator[InferredInputs]:
+    """Inputs for the forward's first parameter ``name`` that the first layer implies."""
     import torch.nn as nn
 
-    if not params or len(required) > 1 or (required and required[0] != params[0]):
-        return
-    name = params[0]
     spatial = next(((k, numbers[k]) for k in _IMAGE_SIZES if k in numbers), None)
     patch = numbers.get("patch_size")
     if (spatial is not None or patch) and not isinstance(layer, (nn.Conv1d, nn.Conv2d, nn.Conv3d)):
@@ -312,6 +405,13 @@ def _structure(model: Any, params: list[str], required: list[str], numbers: Mapp
     elif isinstance(layer, (nn.Linear, nn.LayerNorm)):
         d = layer.in_features if isinstance(layer, nn.Linear) else layer.normalized_shape[-1]
         what = f"in_features={d}" if isinstance(layer, nn.Linear) else f"normalized_shape={layer.normalized_shape}"
+        # tokens (B, N, C): N from the structure, C the model's width or what the layer takes
+        widths = [(numbers[k], f"{k}={numbers[k]}") for k in ("dim", "embed_dim", "hidden_dim", "d_model", "n_embd")
+                  if k in numbers]
+        widths = _first_of_each([*widths, (d, what)])[:3]
+        for n, said in _tokens(numbers, pairs)[:3]:
+            for c, width in widths:
+                shapes.append((TensorShape((BATCH, n, c)), f"{said} of {width}"))
         if isinstance(layer, nn.Linear):
             shapes.append((TensorShape((BATCH, d)), what))
         shapes.append((TensorShape((BATCH, 8, d)), f"{what}, a sequence of 8"))
@@ -336,7 +436,8 @@ def _structure(model: Any, params: list[str], required: list[str], numbers: Mapp
 
 def _candidates(model: Any, factory: Callable[[], Any], hints: tuple[InputCandidate, ...],
                 params: list[str], required: list[str]) -> Iterator[InferredInputs]:
-    numbers = _numbers(model, factory)
+    pairs: dict[str, tuple[int, ...]] = {}
+    numbers = _numbers(model, factory, pairs)
     layer = _first_layer(model)
     for hint in hints:
         bound = _bind(hint, params)
@@ -345,7 +446,7 @@ def _candidates(model: Any, factory: Callable[[], Any], hints: tuple[InputCandid
         for specs in _fill(bound, numbers, layer) if not all(s.concrete for _, s in bound) else [bound]:
             yield InferredInputs(specs, hint.kind, hint.file, hint.line, hint.text, hint.cell)
     yield from _conventions(model, params)
-    yield from _structure(model, params, required, numbers, layer)
+    yield from _structure(model, params, required, numbers, pairs, layer)
 
 
 def _meta_limited(error: BaseException) -> bool:

@@ -94,6 +94,8 @@ class Target:
     recipes: tuple[Recipe, ...] = field(default=(), hash=False)
     #: Example inputs the repository shows for a class (see :mod:`~fxscope.project.inputs`).
     input_hints: tuple[InputCandidate, ...] = field(default=(), hash=False)
+    #: Why a class that needs arguments has no recipe (the parameters nothing fits); may be empty.
+    unbuilt: str = field(default="", hash=False)
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-able dict of every field (``inputs`` only when set)."""
@@ -109,6 +111,8 @@ class Target:
             out["recipes"] = [r.to_json() for r in self.recipes]
         if self.input_hints:
             out["input_hints"] = [h.to_json() for h in self.input_hints]
+        if self.unbuilt:
+            out["unbuilt"] = self.unbuilt
         return out
 
     @functools.cached_property
@@ -116,6 +120,8 @@ class Target:
         data: list[Any] = [self.needs_args, [r.to_json() for r in self.recipes]]
         if self.input_hints:
             data.append([h.to_json() for h in self.input_hints])
+        if self.unbuilt:
+            data.append(self.unbuilt)
         return hashlib.blake2b(json.dumps(data, sort_keys=True).encode(), digest_size=12).hexdigest()
 
     def build_key(self) -> str:
@@ -133,6 +139,7 @@ class Target:
             required_args=tuple(data.get("required_args") or ()), inputs=data.get("inputs") or {},
             recipes=tuple(Recipe.from_json(r) for r in data.get("recipes") or ()),
             input_hints=tuple(InputCandidate.from_json(h) for h in data.get("input_hints") or ()),
+            unbuilt=str(data.get("unbuilt") or ""),
         )
 
 
@@ -525,14 +532,17 @@ def _class_targets(ws: _Workspace) -> list[Target]:
             if not facts.is_module or not facts.has_forward or facts.abstract:
                 continue
             required = facts.init or ()
+            unbuilt = ""
             if ws.module_of[rel]:
                 recipes = index.recipes_for(rel, name, tuple(required))
+                if not recipes and required:
+                    unbuilt = index.unbuilt(rel, name, tuple(required))
             else:
                 recipes = () if required else (index.defaults(rel, name),)
             targets.append(Target(
                 id=f"{rel}::{name}", kind="class", file=rel, line=info.line, module=ws.module_of[rel],
                 qualname=name, needs_args=bool(required), required_args=tuple(required), recipes=recipes,
-                input_hints=inputs.candidates_for(rel, name),
+                input_hints=inputs.candidates_for(rel, name), unbuilt=unbuilt,
             ))
     return targets
 

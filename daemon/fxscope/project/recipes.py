@@ -173,7 +173,7 @@ class RecipeIndex:
         #: keyword name -> constructions of workspace module classes passed by that name
         self.networks: dict[str, list[tuple[Call, str, int]]] = {}
         self._chosen: dict[str, list[tuple[Expr, str, int]]] = {}  # _words, once per name
-        self._built: dict[_ClassKey, Expr | None] = {}  # _network_expr, once per class
+        self._built: dict[_ClassKey, tuple[Expr, ...]] = {}  # _network_exprs, once per class
         self._reads: list[tuple[str, Any, int]] | None = None  # what the class being computed read
         self._digests: dict[tuple[str, Any], int] = {}
         starred = {ws.modules.get(ws.absolute(rel, level, module) or "")
@@ -268,7 +268,7 @@ class RecipeIndex:
         elif kind == "networks":
             value = tuple(self.networks.get(name, ()))
         else:
-            value = self._network_expr(name[0], name[1])
+            value = self._network_exprs(name[0], name[1])
         if self._reads is not None:
             self._reads.append((kind, name, self._digest_of(kind, name, value)))
         return value
@@ -473,6 +473,28 @@ class RecipeIndex:
             found = [r for r in found if not any(is_notebook(ref.module) for ref in resolved_refs(r.expr))]
         return policy.rank(self._weights_off(r) for r in found) if self._weighty else policy.rank(found)
 
+    def unbuilt(self, rel: str, name: str, required: tuple[str, ...]) -> str:
+        """Why a class with no candidate has none: the required parameters nothing fits (no
+        value the repository uses for that name, no placeholder, no workspace module class that
+        relates); empty when that is not the reason."""
+        key = _ClassKey(rel, name)
+        try:
+            params, owner = self._parameters(key, required)
+            if params is None:
+                return ""
+            info = self._info(owner)
+            open_ = [p for p in params if not self._read("words", p)
+                     and not self._placeholders(owner, p, info.annotations.get(p), 0)]
+        except (_Unresolved, RecursionError):
+            return ""
+        if not open_:
+            return ""
+        names = ", ".join(f"`{p}`" for p in open_)
+        it, name = ("it", "that name") if len(open_) == 1 else ("them", "those names")
+        return (f"nothing fits {names}: no workspace nn.Module class is annotated for {it}, named like {it}, or "
+                f"passed for {it} in a construction of the repository fxscope can read, and no value is used "
+                f"for {name}")
+
     def defaults(self, rel: str, name: str) -> Recipe:
         """``Net()`` at the class's line: the build from the constructor's defaults."""
         return self.recipe(Call(Ref(self.ws.module_of.get(rel) or "", (name,))), "defaults", rel,
@@ -567,13 +589,17 @@ class RecipeIndex:
             here = [k for k in lowered[wanted] if k.rel == owner.rel]
             near = [k for k in lowered[wanted] if k.rel != owner.rel]
             classes += [k for k in here + (near if len(near) == 1 else []) if k not in classes]
+        elif not classes and len(wanted) >= 3:
+            # `backbone`: the one class the repository constructs whose name ends in the word
+            # (`ResNetBackbone`); several, or none the repository builds: nothing relates
+            related = [k for name, keys in lowered.items() if name.endswith(wanted) and name != wanted
+                       for k in keys if k != owner and self._read("sites", k)]
+            if len(related) == 1:
+                classes.append(related[0])
+        ways = [self._read("built", (cls, depth + 1)) for cls in classes if cls != owner]
         values: list[Expr] = []
-        for cls in classes:
-            if cls == owner:
-                continue
-            built = self._read("built", (cls, depth + 1))
-            if built is not None and built not in values:
-                values.append(built)
+        for rank in range(_PER_PARAMETER):  # each class's smallest way first, then the next ones
+            values += [w[rank] for w in ways if len(w) > rank and w[rank] not in values]
         return values[:_PER_PARAMETER]
 
     def _lowered_classes(self) -> dict[str, list[_ClassKey]]:
@@ -583,30 +609,35 @@ class RecipeIndex:
                 self._by_lowered.setdefault(name.lower(), []).extend(keys)
         return self._by_lowered
 
-    def _network_expr(self, key: _ClassKey, depth: int) -> Expr | None:
-        """How a sub-network of class ``key`` is built: with no argument when it needs none, else
-        as the workspace constructs it, else by its own invented candidate (None: it is not an
-        importable module class)."""
+    def _network_exprs(self, key: _ClassKey, depth: int) -> tuple[Expr, ...]:
+        """How a sub-network of class ``key`` is built, at most :data:`_PER_PARAMETER` ways, the
+        smallest first: with no argument when it needs none, else the smallest of the ways the
+        workspace constructs it and of its own invented candidates (a repository's examples are
+        often full-size: ``ViT(dim=1024)``), the smallest written one always among them (empty:
+        it is not an importable module class). The worker builds them in turn and keeps the
+        smallest that builds."""
         if key in self._built:
             return self._built[key]
-        self._built[key] = None  # cycle guard
+        self._built[key] = ()  # cycle guard
         facts = self.ws.class_facts(key.rel, key.name)
         if not facts.is_module or facts.abstract or not self.ws.module_of.get(key.rel) or is_notebook(key.rel):
-            return None
+            return ()
         ref = self._class_ref(key, ())
-        built: Expr | None = None
+        built: tuple[Expr, ...] = ()
         if facts.init == ():
-            built = Call(ref)
+            built = (Call(ref),)
         elif facts.init is not None:
-            written = self._read("sites", key)
-            if written:
-                built = policy.rank(written)[0].expr
+            written = [r.expr for r in policy.rank(self._read("sites", key))]
+            invented: list[Call] = []
+            params, owner = self._parameters(key, facts.init)
+            if params is not None:
+                invented = [c for c, _, _ in self.vocabulary_calls(ref, params, owner, depth)]
+                invented += self._placeholder_calls(owner, ref, params, depth)
+            if not written:
+                built = tuple(invented[:1])  # the invented candidates' own order (vocabulary first)
             else:
-                params, owner = self._parameters(key, facts.init)
-                if params is not None:
-                    calls = [c for c, _, _ in self.vocabulary_calls(ref, params, owner, depth)]
-                    calls += self._placeholder_calls(owner, ref, params, depth)
-                    built = calls[0] if calls else None
+                smallest = sorted(dict.fromkeys([*written[:1], *invented]), key=_expr_cost)
+                built = tuple(dict.fromkeys([*smallest[:_PER_PARAMETER - 1], written[0]]))
         self._built[key] = built
         return built
 
@@ -758,6 +789,8 @@ _NAMED_PLACEHOLDERS: tuple[tuple[re.Pattern[str], Expr], ...] = tuple(
     (re.compile(pattern), value) for pattern, value in (
         (r"(^|_)(depth|depths|layers?|n_?layers?|num_(hidden_)?layers|blocks?|n_?blocks|num_blocks|stages?|levels?)$", Lit(2)),
         (r"(^|_)(heads?|n_?heads?|num_(attention_)?heads|nhead|groups?|num_groups)$", Lit(2)),
+        # a grid of tokens (Swin's `input_resolution`): windows of 4, 7, 8, 14 and two halvings tile 56
+        (r"(^|_)(input_resolution|patches_resolution)$", Lit(56)),
         (r"(^|_)(image_size|img_size|resolution|input_size)$", Lit(32)),
         (r"(^|_)(patch_size|patch)$", Lit(8)),
         (r"(^|_)(kernel_size|kernel)$", Lit(3)),
@@ -778,6 +811,12 @@ _PAIR_NAME = re.compile(r"(resolution|_hw|grid_size|fmap_size|feat(ure)?_size|im
 _TYPED_PLACEHOLDERS: dict[str, Expr] = {"int": Lit(8), "float": Lit(1.0), "bool": Lit(False),
                                         "nn.Module": Call(Ref("torch", ("nn", "Identity"))),
                                         "torch.nn.Module": Call(Ref("torch", ("nn", "Identity")))}
+
+
+def _expr_cost(expr: Expr) -> tuple[int, int]:
+    """The size estimate of a construction (:meth:`~fxscope.model.recipe.Recipe.cost`)."""
+    assert isinstance(expr, Call)
+    return Recipe(expr, "placeholder", "", 1, "").cost()
 
 
 @functools.lru_cache(maxsize=4096)
