@@ -17,6 +17,24 @@ from typing import Any
 from engine_support import CheckRun, run_check
 
 MODELS_DIR = Path(__file__).resolve().parent / "models" / "pt2"
+#: A model module whose class fx fails on, torch.compile breaks on and torch.export refuses (a branch
+#: on a tensor's value, the line marked BRANCH), built from a test's call ``Encoder(3, 4)``; the
+#: inferred-input and two-phase tests add classes after it.
+ENCODER_MODULE = '''import torch
+from torch import nn
+
+
+class Encoder(nn.Module):
+    def __init__(self, in_ch, width):
+        super().__init__()
+        self.conv = nn.Conv2d(in_ch, width, 3, padding=1)
+
+    def forward(self, x):
+        y = self.conv(x)
+        if y.mean() > 0:  # BRANCH
+            y = y * 2
+        return y
+'''
 TRUTH = Path(__file__).resolve().parent / "pt2_truth.py"
 
 

@@ -15,25 +15,11 @@ import jsonschema
 import pytest
 
 from engine_support import SCHEMA, locate, run_check, write_tree
+from pt2_support import ENCODER_MODULE
 
 pytestmark = [pytest.mark.requires_torch, pytest.mark.slow]
 
-MODELS = """
-    import torch
-    from torch import nn
-
-
-    class Encoder(nn.Module):
-        def __init__(self, in_ch, width):
-            super().__init__()
-            self.conv = nn.Conv2d(in_ch, width, 3, padding=1)
-
-        def forward(self, x):
-            y = self.conv(x)
-            if y.mean() > 0:  # BRANCH
-                y = y * 2
-            return y
-"""
+MODELS = ENCODER_MODULE
 
 CRASHY = """
     import os

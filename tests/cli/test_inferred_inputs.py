@@ -8,31 +8,18 @@ from __future__ import annotations
 
 import json
 import tomllib
+import textwrap
 from pathlib import Path
 
 import jsonschema
 import pytest
 
 from engine_support import SCHEMA, locate, run_check, run_fxscope, write_tree
+from pt2_support import ENCODER_MODULE
 
 pytestmark = [pytest.mark.requires_torch, pytest.mark.slow]
 
-MODELS = """
-    import torch
-    from torch import nn
-
-
-    class Encoder(nn.Module):
-        def __init__(self, in_ch, width):
-            super().__init__()
-            self.conv = nn.Conv2d(in_ch, width, 3, padding=1)
-
-        def forward(self, x):
-            y = self.conv(x)
-            if y.mean() > 0:  # BRANCH
-                y = y * 2
-            return y
-
+MODELS = ENCODER_MODULE + textwrap.dedent("""
 
     class GPT(nn.Module):
         def __init__(self, vocab=50, block_size=12, dim=8):
@@ -62,7 +49,7 @@ MODELS = """
 
         def forward(self, x):
             return self.fc(x)
-    """
+    """)
 
 TESTS = """
     import torch

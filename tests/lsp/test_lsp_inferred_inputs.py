@@ -14,6 +14,7 @@ from lsprotocol import types
 from pytest_lsp import LanguageClient
 
 from lsp_support import VSCODE, change_doc, initialize, make_workspace, marker_line, open_doc, uri, wait_until
+from pt2_support import ENCODER_MODULE
 
 pytestmark = [pytest.mark.requires_torch, pytest.mark.slow]
 
@@ -22,21 +23,7 @@ timeout = 240
 analyses = ["fx", "compile", "export"]
 """
 
-MODELS = '''import torch
-from torch import nn
-
-
-class Encoder(nn.Module):
-    def __init__(self, in_ch, width):
-        super().__init__()
-        self.conv = nn.Conv2d(in_ch, width, 3, padding=1)
-
-    def forward(self, x):
-        y = self.conv(x)
-        if y.mean() > 0:  # BRANCH
-            y = y * 2
-        return y
-
+MODELS = ENCODER_MODULE + '''
 
 class Pair(nn.Module):
     def forward(self, a, b, c):  # PAIR

@@ -19,6 +19,7 @@ from lsprotocol import types
 from pytest_lsp import LanguageClient
 
 from lsp_support import VSCODE, change_doc, initialize, make_workspace, marker_line, open_doc, uri, wait_until
+from pt2_support import ENCODER_MODULE
 
 pytestmark = [pytest.mark.requires_torch, pytest.mark.slow]
 
@@ -28,21 +29,7 @@ workers = 1
 analyses = ["fx", "compile", "export"]
 """
 
-MODELS = '''import torch
-from torch import nn
-
-
-class Encoder(nn.Module):
-    def __init__(self, in_ch, width):
-        super().__init__()
-        self.conv = nn.Conv2d(in_ch, width, 3, padding=1)
-
-    def forward(self, x):
-        y = self.conv(x)
-        if y.mean() > 0:  # BRANCH
-            y = y * 2
-        return y
-'''
+MODELS = ENCODER_MODULE
 
 EDITED = MODELS.replace("        return y\n", "        n = len(y)  # LEN\n        return y * n\n")
 
