@@ -118,6 +118,8 @@ def test_companions_the_parameter_names_fix(checked: tuple[Path, CheckRun]) -> N
     time = _inputs(run, "TimeConv")  # an image and one timestep per sample
     assert time["specs"]["x"]["shape"][:2] == [2, 3] and time["specs"]["t"] == {"shape": [2], "dtype": "float32"}
     assert "with t (2,)" in time["text"]
+    gated = _inputs(run, "GatedResidual")  # a residual stream shaped like the input it is added to
+    assert gated["specs"]["residual"] == gated["specs"]["x"] and gated["specs"]["x"]["shape"][-1] == 8
 
 
 def test_an_invented_input_that_fails_eagerly_is_never_used(checked: tuple[Path, CheckRun]) -> None:

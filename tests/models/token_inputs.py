@@ -64,6 +64,17 @@ class TimeConv(nn.Module):
         return self.conv(x) + self.time(t[:, None].float())[:, :, None, None]
 
 
+class GatedResidual(nn.Module):
+    """A residual update: ``residual`` is added back, shaped like ``x``."""
+
+    def __init__(self, dim=8):
+        super().__init__()
+        self.proj = nn.Linear(dim, dim)
+
+    def forward(self, x, residual):
+        return self.proj(x).sigmoid() * x + residual
+
+
 class ClsTokens(nn.Module):
     """Tokens and a class token: ``x`` must be one longer than the grid."""
 

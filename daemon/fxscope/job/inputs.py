@@ -10,7 +10,8 @@ size from ``image_size``/``img_size``/``patch_size``, ``Linear.in_features``, ``
 token ids as long as ``block_size``/``max_seq_len``/``context_length``; tokens ``(B, H*W, C)`` from
 an ``input_resolution`` or ``window_size`` pair, ``img_size // patch_size``, ``num_patches``), with a
 small search over the sizes they leave open; a forward's other required tensors only where their
-names fix them from the first (a mask, a context, keys and values, a diffusion timestep).
+names fix them from the first (a mask, a context, keys and values, a residual or a loss's target, a
+diffusion timestep).
 
 A candidate is kept only when the model's eager forward runs on it: first on the meta device
 (shapes only, cheap: a shape error there rejects it; a question meta cannot answer, ``.item()``,
@@ -278,7 +279,8 @@ def _structure(model: Any, params: list[str], required: list[str], numbers: Mapp
                pairs: Mapping[str, tuple[int, ...]], layer: Any) -> Iterator[InferredInputs]:
     """Inputs the first layer that consumes the input implies: for a forward with one required
     input, or one whose other required inputs are companions its name fixes from the first
-    (:func:`_companion`: a mask, a context, keys and values, a diffusion timestep)."""
+    (:func:`_companion`: a mask, a context, keys and values, a residual, a loss's target, a
+    diffusion timestep)."""
     if not params or (required and required[0] != params[0]):
         return
     others = [p for p in required if p != params[0]]
@@ -304,6 +306,12 @@ _MASKS = ("mask", "attn_mask", "attention_mask", "key_padding_mask", "src_mask",
 _CONTEXTS = ("context", "cond", "encoder_hidden_states", "memory", "enc", "encoder_out", "enc_out", "cross")
 _TIMESTEPS = ("t", "time", "times", "timestep", "timesteps", "noise_level", "sigma", "sigmas")
 _CONTEXT_DIMS = ("context_dim", "dim_context", "cross_attention_dim", "cond_dim", "encoder_dim", "enc_dim")
+#: A residual stream added back to the first input (``forward(x, residual)``): shaped like it.
+_LIKE_FIRST = ("residual", "res", "skip", "shortcut", "identity", "prev", "previous")
+#: (first, other) parameter pairs where the other is shaped like the first: keys and values like
+#: queries, a loss's target like its prediction.
+_PAIRED = (("q", "k"), ("q", "v"), ("query", "key"), ("query", "value"), ("queries", "keys"), ("queries", "values"),
+           ("pred", "target"), ("preds", "targets"), ("prediction", "target"), ("input", "target"))
 
 
 def _companion(param: str, first: str) -> Callable[[TensorShape, Mapping[str, int]], TensorShape | None] | None:
@@ -322,9 +330,8 @@ def _companion(param: str, first: str) -> Callable[[TensorShape, Mapping[str, in
         return context
     if name in _TIMESTEPS:
         return lambda s, _: TensorShape((s.shape[0],)) if s.shape else None  # one (float) time per sample
-    if (first.lower(), name) in (("q", "k"), ("q", "v"), ("query", "key"), ("query", "value"), ("queries", "keys"),
-                                 ("queries", "values")):
-        return lambda s, _: s  # keys and values shaped like the queries
+    if name in _LIKE_FIRST or (first.lower(), name) in _PAIRED:
+        return lambda s, _: s  # shaped like the first input
     return None
 
 
