@@ -73,6 +73,13 @@ EXPECTED: dict[tuple[str, str], list[tuple[str, str, str, str, list[str]]]] = {
     ("setitem", "ZeroFirstColumn"): [("FXS105", "setitem.py", "FXS105 column", "x[:, 0]", [""])],
     ("setitem", "MaskedAssign"): [("FXS105", "setitem.py", "FXS105 mask", "y[y < 0]", [""])],
     ("setitem", "FunctionalIsFine"): [],
+    # Inferred-input models (tests/cli/test_structured_inputs.py): every one traces.
+    ("token_inputs", "TokenBlock"): [],
+    ("token_inputs", "PatchTokens"): [],
+    ("token_inputs", "CrossBlock"): [],
+    ("token_inputs", "TimeConv"): [],
+    ("token_inputs", "GatedResidual"): [],
+    ("token_inputs", "ClsTokens"): [],
     ("numpy_use", "NumpyReduction"): [("FXS106", "numpy_use.py", "FXS106 np-sum", "np.sum(x)", [""])],
     ("numpy_use", "NumpyArray"): [("FXS106", "numpy_use.py", "FXS106 asarray", "np.asarray(x)", [""])],
     # Recorded as call_method nodes: plain fx traces them and the traced module computes the same.
