@@ -61,9 +61,16 @@ def fxscope(root: Path, *args: str, env: dict[str, str], timeout: float = 180) -
     return run_fxscope(root, *args, env=env, timeout=timeout)
 
 
+def _as_in_a_terminal() -> None:
+    """Ctrl-C reaches the check as it does in a terminal: a shell that runs the tests in the
+    background (``make test &``) starts them with SIGINT ignored, which a child inherits."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def start_check(root: Path, env: dict[str, str]) -> subprocess.Popen[str]:
     return subprocess.Popen([sys.executable, "-m", "fxscope", "check", ".", "--daemon", "--format", "json"],
-                            cwd=root, env=env, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                            cwd=root, env=env, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            preexec_fn=_as_in_a_terminal)
 
 
 def wait_file(path: Path, timeout: float = 120) -> int:
