@@ -33,7 +33,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from fxscope.model.recipe import Call, Expr, Lit, Ref, Seq
+from fxscope.model.recipe import Call, Expr, Lit, Ref, Seq, render_python
 
 from .callsites import MAX_KEYWORDS_PER_FILE, MAX_SITES_PER_FILE, MAX_TEXT, CallSite
 
@@ -72,9 +72,12 @@ def yaml_examples(text: str) -> tuple[tuple[CallSite, ...], tuple[tuple[str, int
     except (yaml.YAMLError, ValueError, RecursionError):
         return (), ()
     reader = _Reader(yaml)
-    for document in documents:
-        if document is not None:
-            reader.visit(document)
+    try:
+        for document in documents:
+            if document is not None:
+                reader.visit(document)
+    finally:
+        reader.loader.dispose()
     return tuple(reader.sites), tuple(reader.keywords)
 
 
@@ -85,6 +88,7 @@ class _Reader:
         self.keywords: list[tuple[str, int | float | str | bool, int]] = []
         self.nodes = 0
         self.seen: set[int] = set()  # an alias points at a node already read
+        self.loader = yaml.SafeLoader("")  # constructs scalars only (one per file)
 
     def visit(self, node: Any) -> None:
         if id(node) in self.seen or self.nodes > MAX_NODES:
@@ -137,45 +141,30 @@ class _Reader:
     def plain(self, node: Any, depth: int = 0) -> Expr | None:
         """A scalar or a list of scalars as a literal expression; None for anything else."""
         if isinstance(node, self.yaml.ScalarNode):
-            return _scalar(self.yaml, node)
+            return self.scalar(node)
         if isinstance(node, self.yaml.SequenceNode) and depth == 0 and len(node.value) <= 64:
             items = [self.plain(item, depth + 1) for item in node.value]
             if all(isinstance(i, Lit) for i in items):
                 return Seq("list", tuple(i for i in items if i is not None))
         return None
 
-
-def _scalar(yaml: Any, node: Any) -> Lit | None:
-    """A scalar as YAML 1.1's safe loader would read it (int, float, bool, null, str)."""
-    try:
-        value = _construct(yaml, node)
-    except (yaml.YAMLError, ValueError, TypeError, OverflowError):
+    def scalar(self, node: Any) -> Lit | None:
+        """A scalar as YAML 1.1's safe loader reads it (int, float, bool, null, str)."""
+        try:
+            value = self.loader.construct_object(node, deep=True)
+        except (self.yaml.YAMLError, ValueError, TypeError, OverflowError):
+            return None
+        if value is None or isinstance(value, (bool, str)):
+            return Lit(value)
+        if isinstance(value, int):
+            return Lit(value) if abs(value) <= _MAX_NUMBER else None
+        if isinstance(value, float) and value == value and abs(value) != float("inf"):
+            return Lit(value)
         return None
-    if value is None or isinstance(value, (bool, str)):
-        return Lit(value)
-    if isinstance(value, int):
-        return Lit(value) if abs(value) <= _MAX_NUMBER else None
-    if isinstance(value, float) and value == value and abs(value) != float("inf"):
-        return Lit(value)
-    return None
-
-
-def _construct(yaml: Any, node: Any) -> Any:
-    loader = yaml.SafeLoader("")
-    try:
-        return loader.construct_object(node, deep=True)
-    finally:
-        loader.dispose()
 
 
 def _text(ref: Ref, kwargs: tuple[tuple[str, Expr], ...]) -> str:
     """``Net(dim=8, depths=[2, 2])``, shortened as call sites are."""
-    def render(value: Expr) -> str:
-        if isinstance(value, Seq):
-            return "[" + ", ".join(render(i) for i in value.items) + "]"
-        assert isinstance(value, Lit)
-        return repr(value.value)
-
     name = ".".join((ref.module, *ref.path)) if ref.module else ".".join(ref.path)
-    text = f"{name}({', '.join(f'{k}={render(v)}' for k, v in kwargs)})"
+    text = f"{name}({', '.join(f'{k}={render_python(v)[1]}' for k, v in kwargs)})"
     return text if len(text) <= MAX_TEXT else text[: MAX_TEXT - 4] + "...)"
