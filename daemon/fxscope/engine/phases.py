@@ -43,7 +43,7 @@ def phase_priority(tier: int, phase: str) -> int:
     """The priority of a job of ``phase`` (``fx``, ``analyses`` or ``all``) of a target at ``tier``
     (:data:`~fxscope.engine.dispatch.FOCUS`, ``DEPENDENCY`` or ``BACKGROUND``)."""
     table = _ANALYSES_PRIORITY if phase == "analyses" else _FX_PRIORITY
-    return table.get(tier, BACKGROUND + 3 if phase == "analyses" else BACKGROUND + 1)
+    return table.get(tier, table[BACKGROUND])
 
 
 def split(config: Config, target_id: str) -> tuple[str, ...]:
