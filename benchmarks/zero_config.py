@@ -51,13 +51,14 @@ vit-pytorch, PyTorch-VAE and parts of PyTorch-GAN and pytorch/examples import) i
 without its dependencies beside the CPU torch wheel, and its meta registrations of C++ operators
 that wheel lacks stop it from importing; ``--patch-torchvision`` makes those registrations
 conditional in the interpreter's own copy (its C++ operators stay unavailable; the models here do
-not call them). Where torchvision still does not import, the repositories that need it are
-totalled apart::
+not call them). torchaudio (StyleTTS2) has no wheel for this torch; the flag also lets the newest
+one import without its C++ extension. Where torchvision still does not import, the repositories
+that need it are totalled apart::
 
     python -m venv .venv-corpus
     .venv-corpus/bin/pip install -r requirements/torch.txt
     .venv-corpus/bin/pip install -e . PACKAGES...     # the union of REPOS' packages (--print-setup)
-    .venv-corpus/bin/pip install --no-deps torchvision==0.28.0
+    .venv-corpus/bin/pip install --no-deps torchvision==0.28.0 torchaudio==2.11.0 timm
     .venv-corpus/bin/python benchmarks/zero_config.py --patch-torchvision
 
 A checkout of the corpus directory that ``REPOS`` does not list is measured too when ``--repos``
@@ -136,7 +137,7 @@ REPOS: tuple[Repo, ...] = (
          "ViT collection (argparse-built)", ("einops",),
          before=Figures(classes=49, reached=0, errors=0, fxs405=49)),
     Repo("lucidrains/x-transformers", "9252ed7838021ee61e6c5be0930b3a9a88efdf06", "transformer library",
-         ("einops", "einx", "loguru", "packaging", "torch-einops-utils"),
+         ("einops", "einx", "loguru", "packaging", "torch-einops-utils", "fire"),
          before=Figures(classes=88, reached=5, errors=7, fxs405=83)),
     Repo("openai/whisper", "c0d2f624c09dc18e709e37c2ad90c039a4eb72a2", "speech (encoder-decoder)",
          ("numba", "tiktoken", "more-itertools", "tqdm"),
@@ -144,6 +145,7 @@ REPOS: tuple[Repo, ...] = (
     Repo("openai/guided-diffusion", "22e0df8183507e13a7813f8d38d51b072ca1e67c", "diffusion UNet",
          before=Figures(classes=13, reached=2, errors=0, fxs405=11)),
     Repo("Tianxiaomo/pytorch-YOLOv4", "a65d219f9066bae4e12003bd7cdc04531860c672", "detection (YOLOv4)",
+         ("opencv-python-headless",),
          before=Figures(classes=23, reached=20, errors=10, fxs405=5)),
     Repo("milesial/Pytorch-UNet", "21d7850f2af30a9695bbeea75f3136aa538cfc4a", "segmentation (UNet)",
          before=Figures(classes=5, reached=0, errors=0, fxs405=5)),
@@ -152,12 +154,25 @@ REPOS: tuple[Repo, ...] = (
     Repo("lucidrains/vector-quantize-pytorch", "0d7d1aa83334b6f2f8a40306bece75cdaa13d065", "vector quantisers",
          ("einops", "einx"), before=Figures(classes=21, reached=2, errors=3, fxs405=18)),
     Repo("pytorch/examples", "77f55b912142e11fcfdf5b530231fb9c52f181e8", "PyTorch examples",
-         ("gymnasium", "tabulate"),
+         ("gymnasium", "tabulate", "matplotlib"),
          before=Figures(classes=67, reached=18, errors=13, fxs405=41)),
     Repo("eriklindernoren/PyTorch-GAN", "36d3c77e5ff20ebe0aeefd322326a134a279b93e", "GAN collection",
          before=Figures(classes=96, reached=27, errors=30, fxs405=35)),
     Repo("AntixK/PyTorch-VAE", "a6896b944c918dd7030e7d795a8c13e5c6345ec7", "VAE collection (yaml configs)",
-         ("pyyaml",), before=Figures(classes=27, reached=1, errors=1, fxs405=26), needs_torchvision=True),
+         ("pyyaml", "pytorch_lightning"), before=Figures(classes=27, reached=1, errors=1, fxs405=26),
+         needs_torchvision=True),
+    # Measured first with zero-config construction in place (no "before" figures).
+    Repo("microsoft/Swin-Transformer", "f82860bfb5225915aca09c3227159ee9e1df874d", "Swin (token grids, MoE, SimMIM)",
+         ("yacs", "termcolor")),
+    Repo("facebookresearch/detr", "29901c51d7fe8712168b8d0d64351170bc0f83e0", "detection transformer (NestedTensor)",
+         ("scipy",), needs_torchvision=True),
+    Repo("facebookresearch/ConvNeXt", "048efcea897d999aed302f2639b6270aedf8d4c8", "ConvNeXt (mmdet/mmseg backbones)",
+         needs_torchvision=True),
+    Repo("lucidrains/denoising-diffusion-pytorch", "faed4db28e724735323fa91c70aa9b28a6e1cbac", "diffusion collection",
+         ("accelerate", "einops", "ema-pytorch", "pytorch-fid", "scipy", "tqdm"), needs_torchvision=True),
+    Repo("yl4579/StyleTTS2", "5cedc71c333f8d8b8551ca59378bdcc7af4c9529", "speech synthesis (many small modules)",
+         ("munch", "soundfile", "librosa", "nltk", "matplotlib", "einops", "einops-exts", "transformers", "accelerate",
+          "pandas", "monotonic-align@git+https://github.com/resemble-ai/monotonic_align")),
 )
 
 
@@ -767,13 +782,33 @@ def patch_torchvision() -> str:
     return f"patched {path}"
 
 
+def patch_torchaudio() -> str:
+    """Let torchaudio import without its C++ extension, which is built for another torch (no
+    torchaudio wheel matches the CPU torch 2.13): its Python transforms and functionals work, its
+    C++ operators stay unavailable (the models here do not call them)."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("torchaudio")
+    if spec is None or not spec.submodule_search_locations:
+        return "torchaudio is not installed in this interpreter (pip install --no-deps torchaudio==2.11.0)"
+    path = Path(list(spec.submodule_search_locations)[0]) / "_extension" / "__init__.py"
+    text = path.read_text(encoding="utf-8")
+    old = '_IS_TORCHAUDIO_EXT_AVAILABLE = _load_lib("_torchaudio")'
+    if old not in text or f"try:\n    {old}" in text:
+        return f"nothing to patch: {path}"
+    text = text.replace(old, "try:\n    " + old + "\nexcept OSError:  # built for another torch\n"
+                        "    _IS_TORCHAUDIO_EXT_AVAILABLE = False", 1)
+    path.write_text(text, encoding="utf-8")
+    return f"patched {path}"
+
+
 def print_setup(corpus: Path, repos: list[Repo]) -> None:
     for repo in repos:
         d = corpus / repo.dirname
         print(f"git clone https://github.com/{repo.name} {d} && git -C {d} checkout {repo.commit}")
     packages = sorted({p for repo in repos for p in repo.packages})
     print(f".venv-corpus/bin/pip install -e . {' '.join(packages)}")
-    print(".venv-corpus/bin/pip install --no-deps torchvision==0.28.0")
+    print(".venv-corpus/bin/pip install --no-deps torchvision==0.28.0 torchaudio==2.11.0 timm")
     print(".venv-corpus/bin/python benchmarks/zero_config.py --patch-torchvision")
 
 
@@ -822,7 +857,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="print the clone and install commands for a corpus in DIR and exit")
     parser.add_argument("--verbose", action="store_true", help="print every plain-fx comparison")
     parser.add_argument("--patch-torchvision", action="store_true",
-                        help="make this interpreter's torchvision importable beside the CPU torch wheel and exit")
+                        help="make this interpreter's torchvision and torchaudio importable beside the CPU torch "
+                        "wheel and exit")
     parser.add_argument("--plain-fx", nargs=2, metavar=("REPO_DIR", "OUT"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
 
@@ -833,6 +869,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.patch_torchvision:
         print(patch_torchvision())
+        print(patch_torchaudio())
         return 0
     repos = select(args.repos, args.corpus)
     if args.print_setup:
