@@ -246,6 +246,15 @@ class RecipeIndex:
                     learned.append((name, value, line))
                 elif isinstance(value, Call) and self._module_class(value.func) is not None:
                     networks.append((name, value, line))
+            if any(isinstance(value, Call) for value in expr.args):
+                # a sub-network passed by position (`GaussianDiffusion(model, ...)` after `model = Unet(...)`):
+                # it is passed for the parameter at that position of the constructor
+                callee = self._module_class(expr.func)
+                params = self.ws.class_facts(callee.rel, callee.name).init if callee is not None else None
+                for name, value in zip(params or (), expr.args):
+                    if not name.startswith(("*", "<")) and isinstance(value, Call) \
+                            and self._module_class(value.func) is not None:
+                        networks.append((name, value, line))
             for child in (*expr.args, *(v for _, v in expr.kwargs), *expr.splats):
                 self._learn(child, line, learned, networks)
         elif isinstance(expr, Setattrs):
