@@ -226,6 +226,30 @@ def module_name(repo_dir: Path, rel: str) -> str | None:
     return dotted(min(names, key=len)) if names else None
 
 
+def import_root(repo_dir: Path, rel: str) -> tuple[str, str] | None:
+    """(import root, module name) of a workspace file under a directory that is no import name,
+    as fxscope's discovery gives them (``mixtral-moe/model.py``: ``model`` imported from
+    ``mixtral-moe``); None for any other file."""
+    from fxscope.project.files import script_module_name
+
+    if module_name(repo_dir, rel) is not None:
+        return None
+    for entry in python_path(repo_dir):
+        prefix = "" if entry == repo_dir else entry.relative_to(repo_dir).as_posix() + "/"
+        if rel.startswith(prefix):
+            found = script_module_name(rel[len(prefix):].split("/"),
+                                       lambda d: (entry / d / "__init__.py").is_file())
+            return None if found is None else (prefix + found[0], found[1])
+    return None
+
+
+def scope(repo_dir: Path, target: dict[str, Any]) -> str:
+    """What the qualified class names met in ``target``'s trace are prefixed with to tell them
+    from the same names elsewhere: its import root (see :func:`import_root`), else nothing."""
+    rooted = import_root(repo_dir, target["file"]) if target["kind"] == "class" else None
+    return "" if rooted is None else rooted[0] + "//"
+
+
 def path_module_name(rel: str) -> str:
     """The name fxscope gives a workspace file it imports by path."""
     return "_fxscope_target_" + "".join(c if c.isalnum() else "_" for c in rel)
@@ -241,6 +265,9 @@ def class_names(repo_dir: Path, target: dict[str, Any]) -> set[str]:
     module = module_name(repo_dir, target["file"])
     if module:
         names.add(f"{module}.{qualname(target)}")
+    rooted = import_root(repo_dir, target["file"])
+    if rooted:
+        names.add(f"{scope(repo_dir, target)}{rooted[1]}.{qualname(target)}")
     return names
 
 
@@ -300,9 +327,10 @@ def reached_classes(repo_dir: Path, report: dict[str, Any]) -> tuple[list[str], 
     seen_names: set[str] = set()
     seen_sites: set[tuple[str, int]] = set()
     for target in report["targets"]:
+        where = scope(repo_dir, target)
         for row in target.get("modules") or ():
             if row["status"] in REACHED_MODULE:
-                seen_names.add(row["type"])
+                seen_names.add(where + row["type"])
                 if "file" in row and "line" in row:
                     seen_sites.add((row["file"], row["line"]))
     reached, unreached = [], []
@@ -372,14 +400,19 @@ def import_class(repo_dir: Path, target: dict[str, Any]) -> Any:
     from fxscope.project.work import Modules
     from fxscope.job.safe_module import run_script
 
-    module = module_name(repo_dir, target["file"])
+    rooted = import_root(repo_dir, target["file"])
+    module = rooted[1] if rooted else module_name(repo_dir, target["file"])
     path = repo_dir / target["file"]
     tree = ast.parse(path.read_bytes(), str(path))
+    homes = [repo_dir / rooted[0], repo_dir] if rooted else [repo_dir]
 
     def find(name: str) -> str | None:  # the repository's own modules, as the worker reads them
-        base = repo_dir.joinpath(*name.split("."))
-        found = [c for c in (base / "__init__.py", base.with_suffix(".py")) if c.is_file()]
-        return str(found[0]) if found else None
+        for home in homes:
+            base = home.joinpath(*name.split("."))
+            found = [c for c in (base / "__init__.py", base.with_suffix(".py")) if c.is_file()]
+            if found:
+                return str(found[0])
+        return None
 
     modules = Modules(find, lambda p: Path(p).read_bytes(),
                       lambda level, name: level > 0 or find(name.partition(".")[0]) is not None)
@@ -481,6 +514,9 @@ def plain_fx(repo_dir: Path, target: dict[str, Any]) -> dict[str, Any]:
     directory = (repo_dir / target["file"]).parent
     if directory != repo_dir and not (directory / "__init__.py").exists():  # a directory of scripts, as fxscope
         sys.path.insert(len(entries), str(directory))
+    rooted = import_root(repo_dir, target["file"]) if target["kind"] == "class" else None
+    if rooted:  # its import root first, as fxscope's worker has it
+        sys.path.insert(0, str(repo_dir / rooted[0]))
     os.chdir(repo_dir)
     sys.argv = [str(repo_dir / target["file"])]  # as fxscope's worker: the file run with no arguments
     eager = target.get("_eager")

@@ -442,6 +442,46 @@ def test_files_without_module_name_still_give_targets(tmp_path: Path, name: str)
     assert target.module is None and target.file == name
 
 
+def test_files_under_a_directory_that_is_no_import_name_are_modules_of_their_script_directory(tmp_path: Path) -> None:
+    write(tmp_path, {
+        "model.py": "from torch import nn\nclass Net(nn.Module):\n" + FORWARD,
+        "wrap.py": "from torch import nn\nclass Wrapper(nn.Module):\n    def __init__(self, inner):\n"
+                   "        super().__init__()\n" + FORWARD,
+        "moe-x/model.py": "from torch import nn\nclass Net(nn.Module):\n" + FORWARD
+                          + "class Expert(nn.Module):\n    def __init__(self, dim):\n        super().__init__()\n" + FORWARD,
+        "moe-x/quantize.py": "from model import Net\nclass Quant(Net):\n    pass\n",
+        "runs-2/pkg/__init__.py": "",
+        "runs-2/pkg/net.py": "from .layers import L\nclass N(L):\n    pass\n",
+        "runs-2/pkg/layers.py": "from torch import nn\nclass L(nn.Module):\n" + FORWARD,
+        "runs-2/train.py": "from pkg.net import N\n",
+        "other-dir/solo.py": "import model\n",
+        "README.md": "```python\nWrapper(inner=Expert(dim=4))\n```\n",  # Expert: the one class of that name
+    })
+    discovery = run(tmp_path)
+    targets = by_id(discovery)
+    named = {tid: (t.module, t.import_root) for tid, t in targets.items()}
+    assert named["moe-x/model.py::Net"] == ("model", "moe-x") and named["model.py::Net"] == ("model", "")
+    assert named["moe-x/quantize.py::Quant"] == ("quantize", "moe-x")
+    assert named["runs-2/pkg/net.py::N"] == ("pkg.net", "runs-2")  # a package there: named from above it
+    assert discovery.imports["moe-x/quantize.py"] == {"moe-x/model.py"}  # the sibling, not the top-level module
+    assert discovery.imports["runs-2/pkg/net.py"] == {"runs-2/pkg/__init__.py", "runs-2/pkg/layers.py"}
+    assert discovery.imports["runs-2/train.py"] == {"runs-2/pkg/__init__.py", "runs-2/pkg/net.py"}
+    assert discovery.imports["other-dir/solo.py"] == {"model.py"}  # its root has no `model`: the python path's
+    assert "moe-x/quantize.py" not in discovery.dependents("model.py")
+    assert [r.expr.func.dotted for r in targets["moe-x/quantize.py::Quant"].recipes] == ["quantize.Quant"]
+    expert = [r for r in targets["moe-x/model.py::Expert"].recipes if r.kind == "readme"]
+    assert [r.expr.func.dotted for r in expert] == ["model.Expert"]
+    # a top-level class cannot import moe-x's Expert: no construction of it passes one
+    assert not [r for r in targets["wrap.py::Wrapper"].recipes if r.kind == "readme"]
+
+    fresh = tmp_path / "moe-x" / "fresh.py"  # a file opened in the editor, not saved yet: a module of its own
+    unsaved = run(tmp_path, overlays={fresh: "from model import Net\nclass Fresh(Net):\n    pass\n"})
+    target = by_id(unsaved)["moe-x/fresh.py::Fresh"]
+    assert (target.module, target.import_root) == ("fresh", "moe-x")
+    assert unsaved.imports["moe-x/fresh.py"] == {"moe-x/model.py"}
+    assert Target.from_json(target.to_json()) == target and target.to_json()["import_root"] == "moe-x"
+
+
 def test_forwarding_constructors_and_mixins_need_arguments(tmp_path: Path) -> None:
     """A constructor taking only *args/**kwargs forwards them (to a base such as nn.Linear): the
     class needs arguments (FXS405), it is not built with none (a false FXS401)."""

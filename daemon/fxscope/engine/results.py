@@ -14,9 +14,10 @@ from fxscope.model import Finding, TargetOutcome
 from fxscope.model.codes import CODES, finding_dict
 from fxscope.model.sandbox import SandboxStatus
 from fxscope.project.discovery import FileError, Target
+from fxscope.project.files import rooted_name
 
 __all__ = ["REACHED", "CheckResult", "TargetResult", "class_type", "covered_by_factory", "drop_covered_skips",
-           "reached_types", "relativize", "skipped_result"]
+           "reached_in", "reached_types", "relativize", "scoped_type", "skipped_result"]
 
 
 @dataclass(frozen=True)
@@ -73,8 +74,24 @@ def skipped_result(target: Target) -> TargetResult:
 
 
 def class_type(target: Target) -> str | None:
-    """The qualified type name of a class target (``pkg.models.Net``), None for a factory."""
-    return f"{target.module}.{target.qualname}" if target.kind == "class" and target.module else None
+    """The qualified type name of a class target (``pkg.models.Net``), None for a factory; see
+    :func:`scoped_type` for a class imported from an import root."""
+    if target.kind != "class" or not target.module:
+        return None
+    return scoped_type(target, f"{target.module}.{target.qualname}")
+
+
+def scoped_type(target: Target, type_name: str) -> str:
+    """A qualified class name met in ``target``'s trace, told apart from the same name imported
+    from elsewhere: with the target's import root in front when it has one (``model.Transformer``
+    traced from ``mixtral-moe`` is ``mixtral-moe//model.Transformer``, not the top-level
+    ``model.py``'s class)."""
+    return rooted_name(target.import_root, type_name) if target.import_root else type_name
+
+
+def reached_in(result: TargetResult) -> list[str]:
+    """The scoped types (:func:`scoped_type`) whose forward ``result`` traced."""
+    return [scoped_type(result.target, m.type) for m in result.outcome.modules if m.status in REACHED]
 
 
 #: Module statuses that mean the module's forward was traced (into a graph, or failing with a finding).
@@ -84,7 +101,7 @@ REACHED = ("traced", "failed")
 def reached_types(results: Sequence[TargetResult]) -> set[str]:
     """Qualified class names (``pkg.model.Block``) whose forward some result traced: as a target
     or as a module instance inside one."""
-    return {m.type for r in results for m in r.outcome.modules if m.status in REACHED}
+    return {kind for r in results for kind in reached_in(r)}
 
 
 def covered_by_factory(results: Sequence[TargetResult]) -> dict[str, str]:

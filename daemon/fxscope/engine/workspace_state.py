@@ -36,7 +36,7 @@ from fxscope.project.files import is_racy, workspace_rels
 __all__ = ["WorkspaceState"]
 
 #: Version of the persisted discovery document (with the summary format and fxscope's version).
-DISCOVERY_FORMAT = 1
+DISCOVERY_FORMAT = 2
 
 
 class WorkspaceState:

@@ -22,17 +22,40 @@ __all__ = ["import_target", "prepare_process", "rebound", "target_module"]
 
 def prepare_process(job: TraceJob) -> None:
     """``sys.path`` and ``sys.argv`` as the target's code expects them: the configured python
-    path, the script directory of a directory of scripts, and no command-line arguments."""
+    path, the script directory of a directory of scripts, and no command-line arguments. A
+    target with an import root (its file is under a directory that is no import name) has that
+    root first, as when a script there runs: its modules are found there before the python
+    path's modules of the same names."""
     root, config, target = job.root, job.config, job.target
     for p in reversed(config.python_path):
         if str(p) not in sys.path:
             sys.path.insert(0, str(p))
+    if target.import_root:
+        _put_root_first(root, os.path.join(root, target.import_root))
     script_dir = _script_directory(root, target.file)
     if script_dir is not None and script_dir not in sys.path:  # as `python dir/main.py` would have it
         sys.path.insert(len(config.python_path), script_dir)
     # As `python file.py` run with no arguments: a module that parses the command line when it is
     # imported sees none of the worker's own.
     sys.argv = [str(Path(root) / target.file)]
+
+
+def _put_root_first(workspace: str, import_root: str) -> None:
+    """``import_root`` first on ``sys.path``, and no module of the workspace outside it already
+    imported (by the zygote's ``preload``) under a name one of its own modules has: that name is
+    its module's here."""
+    if import_root in sys.path:
+        sys.path.remove(import_root)
+    sys.path.insert(0, import_root)
+    try:
+        names = {entry[:-3] if entry.endswith(".py") else entry for entry in os.listdir(import_root)}
+    except OSError:
+        return
+    inside, own = os.path.join(workspace, ""), os.path.join(import_root, "")
+    for name in [n for n in sys.modules if n.partition(".")[0] in names]:
+        file = getattr(sys.modules[name], "__file__", None)
+        if isinstance(file, str) and file.startswith(inside) and not file.startswith(own):
+            del sys.modules[name]
 
 
 def _script_directory(root: str, file: str) -> str | None:

@@ -29,7 +29,7 @@ from fxscope.model.recipe import Recipe
 
 from ._summary import Summary, file_kind, summary_of_file, summary_of_text
 from .config import Config
-from .files import dotted_module_name, is_example, is_included, relpath, workspace_files
+from .files import dotted_module_name, is_example, is_included, relpath, rooted_name, script_module_name, split_rooted, workspace_files
 from .notebooks import is_notebook
 from .inputs import InputIndex
 from .recipes import RecipeIndex
@@ -96,6 +96,10 @@ class Target:
     input_hints: tuple[InputCandidate, ...] = field(default=(), hash=False)
     #: Why a class that needs arguments has no recipe (the parameters nothing fits); may be empty.
     unbuilt: str = field(default="", hash=False)
+    #: The root-relative directory ``module`` (and every module its recipes name) is imported
+    #: from, first on ``sys.path``, for a file under a directory that is no import name
+    #: (``mixtral-moe/model.py``: ``model`` from ``mixtral-moe``); empty: the python path.
+    import_root: str = ""
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-able dict of every field (``inputs`` only when set)."""
@@ -113,6 +117,8 @@ class Target:
             out["input_hints"] = [h.to_json() for h in self.input_hints]
         if self.unbuilt:
             out["unbuilt"] = self.unbuilt
+        if self.import_root:
+            out["import_root"] = self.import_root
         return out
 
     @functools.cached_property
@@ -122,6 +128,8 @@ class Target:
             data.append([h.to_json() for h in self.input_hints])
         if self.unbuilt:
             data.append(self.unbuilt)
+        if self.import_root:
+            data.append(["import_root", self.import_root, self.module])
         return hashlib.blake2b(json.dumps(data, sort_keys=True).encode(), digest_size=12).hexdigest()
 
     def build_key(self) -> str:
@@ -139,7 +147,7 @@ class Target:
             required_args=tuple(data.get("required_args") or ()), inputs=data.get("inputs") or {},
             recipes=tuple(Recipe.from_json(r) for r in data.get("recipes") or ()),
             input_hints=tuple(InputCandidate.from_json(h) for h in data.get("input_hints") or ()),
-            unbuilt=str(data.get("unbuilt") or ""),
+            unbuilt=str(data.get("unbuilt") or ""), import_root=str(data.get("import_root") or ""),
         )
 
 
@@ -236,6 +244,9 @@ class _Workspace:
         prefixes = ["" if e == "." else e + "/" for e in entries if not e.startswith(("/", "../"))]
         self.module_of: dict[str, str | None] = {}
         self.modules: dict[str, str] = {}  # import name -> file, first python_path entry wins
+        #: import root -> the top-level names of its modules (they shadow the python path's there)
+        self.root_tops: dict[str, set[str]] = {}
+        self.root_of: dict[str, str] = {}  # file -> its import root, for a file that has one
         for rel in summaries:
             inside = [rel[len(p):].split("/") for p in prefixes if rel.startswith(p)]
             self.module_of[rel] = dotted_module_name(min(inside, key=len)) if inside else None
@@ -245,6 +256,20 @@ class _Workspace:
                     name = dotted_module_name(rel[len(prefix):].split("/"))
                     if name is not None:
                         self.modules.setdefault(name, rel)
+        packages = {rel[:-len("/__init__.py")] for rel in summaries if rel.endswith("/__init__.py")}
+        for rel in summaries:  # a file under a directory that is no import name: named from its script directory
+            if self.module_of[rel] is None and rel.endswith(".py"):
+                entered = [(p, rel[len(p):].split("/")) for p in prefixes if rel.startswith(p)]
+                if not entered:
+                    continue
+                prefix, parts = min(entered, key=lambda found: len(found[1]))
+                found = script_module_name(parts, lambda d: prefix + d in packages)
+                if found is not None:
+                    root, name = prefix + found[0], found[1]
+                    self.module_of[rel] = rooted_name(root, name)
+                    self.modules.setdefault(rooted_name(root, name), rel)
+                    self.root_of[rel] = root
+                    self.root_tops.setdefault(root, set()).add(name.partition(".")[0])
         for rel in summaries:  # a notebook is the module named by its path (``nb/model.ipynb``)
             if is_notebook(rel):
                 self.module_of[rel] = rel
@@ -275,6 +300,18 @@ class _Workspace:
             parts += module.split(".")
         return ".".join(parts)
 
+    def find_module(self, origin: str | None, module: str) -> str | None:
+        """The file ``import module`` in ``origin`` finds: a notebook's own directory first; in a
+        file with an import root, that root's modules first (a name they hold is theirs: the
+        python path's module of that name is shadowed there), then the python path's."""
+        found = self.near(origin, module)
+        if found is not None:
+            return found
+        root = self.root_of.get(origin) if origin is not None else None
+        if root is not None and module.partition(".")[0] in self.root_tops[root]:
+            return self.modules.get(rooted_name(root, module))
+        return self.modules.get(module)
+
     def near(self, origin: str | None, module: str) -> str | None:
         """The file a notebook's ``import module`` finds in the notebook's own directory (Jupyter
         runs a notebook with its directory first on ``sys.path``); None for a ``.py`` origin."""
@@ -293,7 +330,7 @@ class _Workspace:
         parts = name.split(".")
         for end in range(len(parts), 0, -1):
             prefix = ".".join(parts[:end])
-            rel = self.near(origin, prefix) or self.modules.get(prefix)
+            rel = self.find_module(origin, prefix)
             if rel is not None:
                 if end == len(parts):
                     return ("module", rel)
@@ -533,16 +570,18 @@ def _class_targets(ws: _Workspace) -> list[Target]:
                 continue
             required = facts.init or ()
             unbuilt = ""
-            if ws.module_of[rel]:
+            module = ws.module_of[rel]
+            if module:
                 recipes = index.recipes_for(rel, name, tuple(required))
                 if not recipes and required:
                     unbuilt = index.unbuilt(rel, name, tuple(required))
             else:
                 recipes = () if required else (index.defaults(rel, name),)
+            root, module = split_rooted(module) if module else ("", None)
             targets.append(Target(
-                id=f"{rel}::{name}", kind="class", file=rel, line=info.line, module=ws.module_of[rel],
+                id=f"{rel}::{name}", kind="class", file=rel, line=info.line, module=module,
                 qualname=name, needs_args=bool(required), required_args=tuple(required), recipes=recipes,
-                input_hints=inputs.candidates_for(rel, name), unbuilt=unbuilt,
+                input_hints=inputs.candidates_for(rel, name), unbuilt=unbuilt, import_root=root,
             ))
     return targets
 
@@ -587,7 +626,7 @@ def _import_graph(ws: _Workspace) -> dict[str, set[str]]:
             for name in imported or ():
                 if name != "*":
                     names.add(f"{base}.{name}")
-        found = {ws.near(rel, n) or ws.modules.get(n) for n in names}
+        found = {ws.find_module(rel, n) for n in names}
         graph[rel] = {f for f in found if f is not None} - {rel}
     return graph
 

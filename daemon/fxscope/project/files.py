@@ -22,11 +22,12 @@ import os
 import re
 import time
 from pathlib import Path
+from typing import Callable
 
 from .config import Config
 
 __all__ = ["ABSENT", "EXAMPLE_SUFFIXES", "RACY_NS", "is_example", "is_included", "is_racy", "is_under", "module_name_for", "relpath",
-           "workspace_files", "workspace_rels"]
+           "rooted_name", "script_module_name", "split_rooted", "workspace_files", "workspace_rels"]
 
 #: Workspace files fxscope imports: Python modules and Jupyter notebooks.
 _SOURCE_SUFFIXES = (".py", ".ipynb")
@@ -273,6 +274,52 @@ def dotted_module_name(parts: tuple[str, ...] | list[str]) -> str | None:
     names = list(parts[:-1]) + [parts[-1][:-3]]
     if names[-1] == "__init__":
         names.pop()
-    if not names or not all(n.isidentifier() and not keyword.iskeyword(n) for n in names):
+    if not names or not all(_identifier(n) for n in names):
         return None
     return ".".join(names)
+
+
+def _identifier(name: str) -> bool:
+    return name.isidentifier() and not keyword.iskeyword(name)
+
+
+#: Between a file's import root and its module name in discovery's names of such files: ``//``
+#: is in no root-relative path, and ``/`` in no module name.
+_ROOT_SEP = "//"
+
+
+def rooted_name(root: str, module: str) -> str:
+    """Discovery's name of module ``module`` imported from the directory ``root``, distinct from
+    the same name elsewhere (``mixtral-moe/model.py`` is ``model`` beside a top-level ``model.py``).
+
+    >>> rooted_name("mixtral-moe", "model"), split_rooted("mixtral-moe//model"), split_rooted("pkg.model")
+    ('mixtral-moe//model', ('mixtral-moe', 'model'), ('', 'pkg.model'))
+    """
+    return f"{root}{_ROOT_SEP}{module}"
+
+
+def split_rooted(name: str) -> tuple[str, str]:
+    """(import root, module name) of a name :func:`rooted_name` made; ``("", name)`` for any other."""
+    root, sep, module = name.partition(_ROOT_SEP)
+    return (root, module) if sep else ("", name)
+
+
+def script_module_name(parts: tuple[str, ...] | list[str], is_package: Callable[[str], bool]) -> tuple[str, str] | None:
+    """(import root, module name) of a ``.py`` file whose path (``parts``, relative to a
+    ``python_path`` entry) has a part that is not an identifier (``mixtral-moe/model.py``), as
+    Python imports it when a script of its nearest script directory runs: the root is the
+    nearest directory above it that is not a package (``is_package(dir)``: it holds an
+    ``__init__.py``) or whose name is not an identifier, and the name is the rest of the path.
+    ``None`` when the file cannot be imported by name from any directory.
+
+    >>> packages = {"runs-2/pkg"}.__contains__
+    >>> script_module_name(["mixtral-moe", "model.py"], packages)
+    ('mixtral-moe', 'model')
+    >>> script_module_name(["runs-2", "pkg", "layers.py"], packages), script_module_name(["a-b", "x-y.py"], packages)
+    (('runs-2', 'pkg.layers'), None)
+    """
+    start = len(parts) - 1
+    while start > 0 and _identifier(parts[start - 1]) and is_package("/".join(parts[:start])):
+        start -= 1
+    name = dotted_module_name(parts[start:]) if start > 0 else None
+    return None if name is None else ("/".join(parts[:start]), name)

@@ -42,6 +42,7 @@ from fxscope.model.recipe import Call, DictExpr, Expr, Lit, Recipe, Ref, RefExpr
 
 from . import policy
 from ._summary import ClassInfo, Summary, is_example_text
+from .files import split_rooted
 from .notebooks import is_notebook
 
 if TYPE_CHECKING:
@@ -176,7 +177,7 @@ class RecipeIndex:
         self._built: dict[_ClassKey, tuple[Expr, ...]] = {}  # _network_exprs, once per class
         self._reads: list[tuple[str, Any, int]] | None = None  # what the class being computed read
         self._digests: dict[tuple[str, Any], int] = {}
-        starred = {ws.modules.get(ws.absolute(rel, level, module) or "")
+        starred = {ws.find_module(rel, ws.absolute(rel, level, module) or "")
                    for rel, summary in ws.summaries.items() for level, module in summary.stars}
         self.interface = _digest(sorted(
             (rel, ws.module_of.get(rel), _file_interface(summary),
@@ -480,7 +481,27 @@ class RecipeIndex:
             pass
         if self._notebooks and not is_notebook(rel):  # a module cannot import what a notebook defines
             found = [r for r in found if not any(is_notebook(ref.module) for ref in resolved_refs(r.expr))]
-        return policy.rank(self._weights_off(r) for r in found) if self._weighty else policy.rank(found)
+        if self._weighty:
+            found = [self._weights_off(r) for r in found]
+        root = self.ws.root_of.get(rel, "")
+        return policy.rank(r for r in (self._from_root(r, root) for r in found) if r is not None)
+
+    def _from_root(self, recipe: Recipe, root: str) -> Recipe | None:
+        """``recipe`` as the worker evaluates it for a class whose module is imported from the
+        import root ``root`` (empty: the python path): the modules of that root by their names
+        there (``mixtral-moe//model`` is ``model``); None when it names a module that cannot be
+        imported from there (another root's, or one of the python path its root shadows)."""
+        refs = list(resolved_refs(recipe.expr))
+        if not root:
+            return None if any(split_rooted(ref.module)[0] for ref in refs) else recipe
+        shadowed = self.ws.root_tops.get(root, set())
+        for ref in refs:
+            where, module = split_rooted(ref.module)
+            if (where and where != root) or (not where and module.partition(".")[0] in shadowed):
+                return None
+        expr = _renamed(recipe.expr, {ref.module: split_rooted(ref.module)[1] for ref in refs})
+        assert isinstance(expr, Call)
+        return Recipe(expr, recipe.kind, recipe.file, recipe.line, recipe.text, recipe.cell)
 
     def unbuilt(self, rel: str, name: str, required: tuple[str, ...]) -> str:
         """Why a class with no candidate has none: the required parameters nothing fits (no
@@ -850,6 +871,24 @@ def _text(name: str, call: Call) -> str:
     """``Name(p=v, ...)`` as a user would write it (references by their last two names)."""
     _, code, _ = render_python(call)
     return f"{name}(" + code.partition("(")[2]
+
+
+def _renamed(expr: Expr, modules: dict[str, str]) -> Expr:
+    """``expr`` with the module of every reference renamed by ``modules`` (old -> new)."""
+    if isinstance(expr, Call):
+        return Call(Ref(modules.get(expr.func.module, expr.func.module), expr.func.path),
+                    tuple(_renamed(a, modules) for a in expr.args),
+                    tuple((k, _renamed(v, modules)) for k, v in expr.kwargs),
+                    tuple(_renamed(s, modules) for s in expr.splats))
+    if isinstance(expr, RefExpr):
+        return RefExpr(Ref(modules.get(expr.ref.module, expr.ref.module), expr.ref.path))
+    if isinstance(expr, Setattrs):
+        return Setattrs(_renamed(expr.base, modules), tuple((k, _renamed(v, modules)) for k, v in expr.attrs))
+    if isinstance(expr, Seq):
+        return Seq(expr.kind, tuple(_renamed(i, modules) for i in expr.items))
+    if isinstance(expr, DictExpr):
+        return DictExpr(tuple((_renamed(k, modules), _renamed(v, modules)) for k, v in expr.items))
+    return expr
 
 
 def resolved_refs(expr: Expr) -> Iterable[Ref]:

@@ -167,13 +167,14 @@ def plans_from_results(results: Iterable[TargetResult]) -> list[FactoryPlan]:
     not built at all (FXS405) and not covered by another target. Two classes of one name in
     different modules get their module's name in front of the target name. A notebook's classes
     get none: a factory module cannot import them (a factory in the notebook itself can be
-    configured by hand: ``factory = "model.ipynb:build"``)."""
+    configured by hand: ``factory = "model.ipynb:build"``); nor do the classes of a file imported
+    from an import root of its own (``mixtral-moe/model.py``), which the python path does not reach."""
     results = list(results)
     chosen: list[tuple[Target, Recipe | None]] = []
     inputs = {r.target.id: r.outcome.inputs for r in results if r.outcome.inputs is not None}
     for r in sorted(results, key=lambda r: r.target.id):
         t, outcome = r.target, r.outcome
-        if t.kind != "class" or not t.module or outcome.covered_by or is_notebook(t.file):
+        if t.kind != "class" or not t.module or t.import_root or outcome.covered_by or is_notebook(t.file):
             continue
         recipe = outcome.build
         if recipe is not None and recipe.kind != "defaults" and outcome.status != "skipped":

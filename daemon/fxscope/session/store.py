@@ -23,7 +23,7 @@ from typing import Any
 from pathlib import Path
 
 from fxscope.cache import hash_json
-from fxscope.engine.results import REACHED, TargetResult, class_type
+from fxscope.engine.results import TargetResult, class_type, reached_in
 from fxscope.graphview.document import GraphDocument, build_document
 from fxscope.model import ClassSummary, Finding, GraphView, Location, NodeInfo, Snapshot
 from fxscope.model.outcome import ANALYSIS_FX
@@ -157,7 +157,7 @@ class ResultStore:
                 self._guessed.add(target.id)
         if target.kind == "factory" and outcome.root_type:
             self._built[outcome.root_type] += 1
-        self._reached.update(m.type for m in outcome.modules if m.status in REACHED)
+        self._reached.update(reached_in(stored.result))
 
     def _unindex_kind(self, stored: StoredResult) -> None:
         target, outcome = stored.result.target, stored.result.outcome
@@ -166,7 +166,7 @@ class ResultStore:
         self._guessed.discard(target.id)
         if target.kind == "factory" and outcome.root_type:
             self._built[outcome.root_type] -= 1
-        self._reached.subtract(m.type for m in outcome.modules if m.status in REACHED)
+        self._reached.subtract(reached_in(stored.result))
 
     def _index_findings(self, tid: str, old: Sequence[Finding], new: Sequence[Finding]) -> set[str]:
         """Re-index ``tid``'s findings by the file they are shown in; the files that changed."""
