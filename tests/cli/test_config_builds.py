@@ -42,6 +42,12 @@ WORKSPACE = {
 
 
         @dataclass
+        class WindowConfig:
+            window_size: int = None
+            width: int = 8
+
+
+        @dataclass
         class MoEConfig:
             dim: int
             hidden: int = 32
@@ -50,7 +56,7 @@ WORKSPACE = {
         import torch
         from torch import nn
 
-        from pkg.config import GPTConfig, MoEConfig
+        from pkg.config import GPTConfig, MoEConfig, WindowConfig
 
 
         class SelfAttention(nn.Module):
@@ -73,6 +79,17 @@ WORKSPACE = {
 
             def forward(self, x):
                 return torch.stack([e(x) for e in self.experts]).sum(0)
+
+
+        class WindowAttention(nn.Module):  # MARK window-class
+            def __init__(self, config):
+                super().__init__()
+                self.window_size = config.window_size
+                self.proj = nn.Linear(config.width, config.width)
+
+            def forward(self, x):
+                h, w = self.window_size  # MARK window-unpack
+                return self.proj(x)[:, : h * w]
 
 
         class Router(nn.Module):
@@ -299,3 +316,19 @@ def test_a_build_that_fails_is_could_not_build_with_what_was_tried(checked: tupl
     assert "ValueError: width must be a multiple of 7" in message
     errors = [f for f in run.report["findings"] if f["severity"] == "error"]
     assert not errors, errors
+
+
+def test_a_config_whose_made_up_fields_break_the_forward_is_could_not_build(checked: tuple[Path, CheckRun]) -> None:
+    """`h, w = self.window_size` with the config's unset `None`, then with a placeholder int: both
+    builds are the made-up values' fault (plain Python fails the same way), never the user's."""
+    root, run = checked
+    target = run.targets["pkg/model.py::WindowAttention"]
+    assert target["status"] == "skipped" and "build" not in target
+    (info,) = run.findings("pkg/model.py::WindowAttention")
+    assert (info["code"], info["severity"]) == ("FXS405", "info")
+    assert info["line"] == locate(root, "pkg/model.py", "MARK window-class")[0]
+    assert "`WindowAttention(config=WindowConfig())` (placeholder" in info["message"]
+    assert "`WindowAttention(config=WindowConfig(window_size=16))` (placeholder" in info["message"]
+    assert "cannot unpack non-iterable NoneType object" in info["message"]
+    line, _ = locate(root, "pkg/model.py", "MARK window-unpack")
+    assert not [f for f in run.report["findings"] if f["line"] == line and f["file"] == "pkg/model.py"]
