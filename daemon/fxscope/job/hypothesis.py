@@ -17,17 +17,21 @@ as Python data, are fx's by definition; only "any other exception", FXS107, can 
 - otherwise, the evidence of the failing line: a type or value error (``TypeError``,
   ``ValueError``, ``IndexError``, ``ZeroDivisionError``, ``AssertionError``, a shape
   ``RuntimeError``) raised on a line that reads an invented argument, by its parameter name or as
-  an attribute of a module holding that invented value.
+  an attribute of a module holding that invented value; the fields of an invented configuration
+  object (``config=GPTConfig(n_head=2)``: ``n_head``, and a dataclass's unset defaults) count as
+  invented arguments.
 """
 
 from __future__ import annotations
 
 import ast
+import dataclasses
 import os
 import re
+import sys
 from typing import Any, Mapping
 
-from fxscope.model.recipe import Expr, Lit, Recipe, Seq
+from fxscope.model.recipe import Call, Expr, Lit, Recipe, Ref, Seq
 
 __all__ = ["build_fault"]
 
@@ -46,6 +50,33 @@ def _literal(expr: Expr) -> Any:
         values = [i.value for i in expr.items if isinstance(i, Lit)]
         return tuple(values) if expr.kind == "tuple" else values if expr.kind == "list" else None
     return None
+
+
+def _loaded(ref: Ref) -> Any:
+    """The object ``ref`` names in a module the build already imported (None otherwise: nothing
+    is imported here)."""
+    obj: Any = sys.modules.get(ref.module)
+    for name in ref.path:
+        obj = getattr(obj, name, None)
+    return obj
+
+
+def _with_fields(invented: dict[str, Expr]) -> dict[str, Expr]:
+    """``invented`` and, for an invented configuration object (``config=GPTConfig(n_head=2)``), its
+    fields: those the construction sets, and a dataclass's literal defaults (``n_embd: int = None``
+    left unset is as made up as the rest: the repository's own config would set it)."""
+    out = dict(invented)
+    for expr in invented.values():
+        if not isinstance(expr, Call):
+            continue
+        out.update((name, value) for name, value in expr.kwargs if name not in out and _literal(value) is not None)
+        cls = _loaded(expr.func)
+        if isinstance(cls, type) and dataclasses.is_dataclass(cls):
+            for field in dataclasses.fields(cls):
+                default = field.default
+                if field.name not in out and (default is None or isinstance(default, (int, float, str, bool))):
+                    out[field.name] = Lit(default)
+    return out
 
 
 def _names(node: ast.AST | None) -> set[str]:
@@ -164,7 +195,7 @@ def build_fault(recipe: Recipe | None, model: Any, findings: list[dict[str, Any]
     suspects = [f for f in errors if f.get("code") == "FXS107" and not _PROXY.search(str(f.get("message", "")))]
     if not suspects:
         return None
-    invented = recipe.invented_arguments()
+    invented = _with_fields(recipe.invented_arguments())
     if inputs is None:
         inputs = _derived_inputs(model)
     if inputs is not None:

@@ -24,13 +24,15 @@ from .forward_calls import ForwardSite, forward_sites, markdown_forward_sites
 from .files import is_racy
 from .notebooks import CellIndex, NotebookError, is_notebook, notebook_tree, read_notebook
 from .toplevel import is_main_guard, is_script, plan
+from ._uses import InitUses, init_uses
+from .policy import is_config_name
 from .work import TopLevel
 
 __all__ = ["SUMMARY_FORMAT", "ClassInfo", "Summary", "cache_stats", "clear_cache", "file_kind", "is_example_text", "is_markdown",
            "summary_of_bytes", "summary_of_file", "summary_of_text"]
 
 #: Version of :meth:`Summary.to_json`; persisted summaries of another version are not used.
-SUMMARY_FORMAT = 12
+SUMMARY_FORMAT = 13
 
 #: Markdown files longer than this are not read for examples.
 MAX_MARKDOWN_CHARS = 1 << 20
@@ -70,6 +72,9 @@ class ClassInfo:
     #: Required ``__init__`` parameters its body uses as sizes (``nn.Linear(dim, dim)``, ``range(n)``,
     #: ``torch.zeros(size, 4)``, ``dim * 4``): ints, as a reader of the class would take them.
     int_params: tuple[str, ...] = ()
+    #: What the constructor does with its arguments (attributes it reads off them, ``**kwargs`` it
+    #: passes on, values it asserts; see :mod:`fxscope.project._uses`).
+    uses: InitUses = InitUses()
 
 
 @dataclass(frozen=True)
@@ -104,7 +109,8 @@ class Summary:
             "classes": {k: [c.line, list(c.bases), c.members, sorted(c.abstract),
                             None if c.init_required is None else list(c.init_required),
                             c.annotations, c.config_class, c.defaults, c.fields_init,
-                            None if c.kwargs_reads is None else list(c.kwargs_reads), list(c.int_params)]
+                            None if c.kwargs_reads is None else list(c.kwargs_reads), list(c.int_params),
+                            c.uses.to_json()]
                         for k, c in self.classes.items()},
             "imports": [[lvl, mod, None if names is None else list(names)] for lvl, mod, names in self.imports],
             "error": None if self.error is None else list(self.error),
@@ -121,9 +127,10 @@ class Summary:
             name: ClassInfo(name, int(line), tuple(bases), dict(members), frozenset(abstract),
                             None if init is None else tuple(init), dict(annotations),
                             None if config_class is None else str(config_class), dict(defaults), bool(fields_init),
-                            None if reads is None else tuple(str(r) for r in reads), tuple(str(p) for p in ints))
+                            None if reads is None else tuple(str(r) for r in reads), tuple(str(p) for p in ints),
+                            InitUses.from_json(uses))
             for name, (line, bases, members, abstract, init, annotations, config_class, defaults, fields_init, reads,
-                       ints) in data["classes"].items()
+                       ints, uses) in data["classes"].items()
         }
         return cls(
             {k: tuple(v) for k, v in data["bindings"].items()},
@@ -236,6 +243,7 @@ def _class_info(node: ast.ClassDef) -> ClassInfo:
     defaults: dict[str, int | float | str | bool] = {}
     reads: tuple[str, ...] | None = None
     ints: tuple[str, ...] = ()
+    init_node: ast.FunctionDef | ast.AsyncFunctionDef | None = None
     for stmt in _class_body(node.body):
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
             members[stmt.name] = stmt.lineno
@@ -244,6 +252,7 @@ def _class_info(node: ast.ClassDef) -> ClassInfo:
             else:
                 abstract.discard(stmt.name)
             if stmt.name == "__init__":
+                init_node = stmt
                 init = _required(stmt)
                 if init and init[-1].startswith("**"):
                     reads = _kwargs_reads(stmt, init[-1][2:], defaults)
@@ -282,8 +291,9 @@ def _class_info(node: ast.ClassDef) -> ClassInfo:
     fields_init = init is None and bool(decorators & _FIELD_DECORATORS or set(bases) & _FIELD_BASES)
     if fields_init:
         init = tuple(fields)
+    data_like = fields_init or not bases or any(is_config_name((b or "").rsplit(".", 1)[-1]) for b in (node.name, *bases))
     return ClassInfo(node.name, node.lineno, bases, members, frozenset(abstract), init, annotations, config_class,
-                     defaults, fields_init, reads, ints)
+                     defaults, fields_init, reads, ints, init_uses(node, init_node, data_like=data_like))
 
 
 #: Callables whose arguments are sizes: torch.nn layers and tensor factories, ``range``.

@@ -57,6 +57,8 @@ _MAX_NESTING = 2
 #: Classmethods of a config class taken to return a default (small) configuration with no argument.
 _DEFAULT_FACTORY = re.compile(r"^(get_)?(default|small|tiny|base)(_config|_args|_settings)?s?$")
 #: transformers classes that carry a ``config_class``: ``PreTrainedModel`` and its model classes.
+#: Parameter names that take a configuration object (any data-like class may fit them).
+_CONFIG_PARAM = re.compile(r"(^|_)(config|cfg|conf|args|opts?|options|hparams|hps|params|settings)$", re.IGNORECASE)
 _HF_MODEL = re.compile(r"\.[A-Z]\w*(Model|For[A-Z]\w*)$")
 _BUILTINS = frozenset({"dict", "list", "tuple", "set", "frozenset", "range", "slice"})
 _MARKDOWN_ALIASES = {"torch": "torch", "nn": "torch.nn", "F": "torch.nn.functional", "functools": "functools",
@@ -129,7 +131,8 @@ def _file_interface(summary: Summary) -> str:
         return found[1]
     classes = {name: (c.bases, sorted(c.members), sorted(c.abstract), c.init_required, sorted(c.annotations.items()),
                       c.config_class, sorted(k for k, v in c.defaults.items() if v and policy.weights_off(k)),
-                      c.fields_init, c.kwargs_reads, c.int_params)  # other defaults: values for names
+                      c.fields_init, c.kwargs_reads, c.int_params,  # other defaults: values for names
+                      c.uses.attributes, c.uses.none_defaults, c.uses.asserted)  # what other classes read of it
                for name, c in sorted(summary.classes.items())}
     bindings = sorted((name, binding[:2] if binding[0] == "def" else binding)  # a function's line: not read
                       for name, binding in summary.bindings.items() if binding[0] != "other")
@@ -521,9 +524,15 @@ class RecipeIndex:
             return ""
         names = ", ".join(f"`{p}`" for p in open_)
         it, name = ("it", "that name") if len(open_) == 1 else ("them", "those names")
+        ambiguous = ""
+        for p in open_:
+            fits = [] if info.annotations.get(p) else self._config_fits(owner, p, info.uses.reads_of(p))
+            if len(fits) > 1:
+                classes = " and ".join(f"`{k.name}`" for k in fits[:3])
+                ambiguous += f"; {classes} each have every attribute read off `{p}`: fxscope does not choose between them"
         return (f"nothing fits {names}: no workspace nn.Module class is annotated for {it}, named like {it}, or "
                 f"passed for {it} in a construction of the repository fxscope can read, and no value is used "
-                f"for {name}")
+                f"for {name}{ambiguous}")
 
     def defaults(self, rel: str, name: str) -> Recipe:
         """``Net()`` at the class's line: the build from the constructor's defaults."""
@@ -538,20 +547,36 @@ class RecipeIndex:
             return []
         info = self._info(key)
         ref = self._class_ref(key, ())
-        out = [self.recipe(call, "vocabulary", file, line, _text(key.name, call))
+        pinned = functools.partial(self._pinned, key)
+        out = [self.recipe(pinned(call), "vocabulary", file, line, _text(key.name, pinned(call)))
                for call, file, line in self.vocabulary_calls(ref, params, owner)]
         line = info.members.get("__init__", info.line)
-        out += [self.recipe(call, "placeholder", key.rel, line, _text(key.name, call))
+        out += [self.recipe(pinned(call), "placeholder", key.rel, line, _text(key.name, pinned(call)))
                 for call in self._placeholder_calls(owner, ref, params, 0)]
         return out
 
     def _parameters(self, key: _ClassKey, required: tuple[str, ...]) -> tuple[tuple[str, ...] | None, _ClassKey]:
         """The parameters an invented construction of ``key`` passes, and the class whose
-        constructor declares them: its required ones; for ``**kwargs``, the names its body reads
-        from them; for ``*args, **kwargs`` passed on to a workspace base, the base's."""
-        if not any(p.startswith("*") for p in required):
-            return (None if any(p.startswith("<") for p in required) else required), key
+        constructor declares them: its required ones, and those defaulting to ``None`` it asserts
+        are given (``assert depth is not None``); for ``**kwargs``, the names its body reads
+        from them; for ``**kwargs`` passed on to a workspace class (``ResidualFSQ(dim=d, **kwargs)``,
+        ``super().__init__(**kwargs)``), also what that class requires and the call does not give
+        (see :meth:`_passed_on`); for ``*args, **kwargs`` passed on to a workspace base, the base's."""
+        if any(p.startswith("<") for p in required):
+            return None, key
         info = self._info(key)
+        own = tuple(p for p in required if not p.startswith("*"))
+        stars = len(own) != len(required)
+        if stars and info.kwargs_reads:
+            own = tuple(dict.fromkeys((*own, *info.kwargs_reads)))
+        asserted = self._info(self._init_owner(key)).uses.asserted  # `depth=None`, then `assert exists(depth)`
+        own += tuple(p for p in asserted if p not in own)
+        if info.uses.passes:
+            passed, callee = self._passed_on(key, own, 0)
+            if callee is not None:
+                return tuple(dict.fromkeys((*own, *passed))), (callee if stars and not own else key)
+        if not stars:
+            return own, key
         if info.kwargs_reads:
             return info.kwargs_reads, key
         for base in info.bases:
@@ -562,6 +587,178 @@ class RecipeIndex:
                 if init is not None and not any(p.startswith(("*", "<")) for p in init):
                     return init, base_key
         return info.kwargs_reads, key
+
+    def _callee(self, key: _ClassKey, callee: str) -> _ClassKey | None:
+        """The workspace class a call in ``key``'s constructor constructs (``super``: its first
+        workspace base)."""
+        names = [b for b in self._info(key).bases if b] if callee == "super" else [callee]
+        for name in names[:1] if callee != "super" else names:
+            found = self.ws.expression(key.rel, name)
+            if found is not None and found[0] == "class":
+                return _ClassKey(found[1], found[2])
+        return None
+
+    def _init_owner(self, key: _ClassKey, seen: frozenset[_ClassKey] = frozenset()) -> _ClassKey:
+        """The class whose ``__init__`` ``key`` runs (itself, or the workspace base it inherits it from)."""
+        if self._info(key).init_required is not None or key in seen:
+            return key
+        for base in self._info(key).bases:
+            found = self.ws.expression(key.rel, base) if base else None
+            if found is not None and found[0] == "class":
+                return self._init_owner(_ClassKey(found[1], found[2]), seen | {key})
+        return key
+
+    def _passed_on(self, key: _ClassKey, given: tuple[str, ...], depth: int) -> tuple[tuple[str, ...], _ClassKey | None]:
+        """What ``key``'s constructor needs through the ``**kwargs`` it passes on: the first call
+        passing them to a workspace class (the callee, through the callee's own ``**kwargs`` in
+        turn) requires its required parameters and those defaulting to ``None`` it asserts are
+        given, less what the call passes itself and ``given``; and that class (None: no such call)."""
+        if depth > _MAX_NESTING:
+            return (), None
+        for callee_name, explicit, positional in self._info(key).uses.passes:
+            callee = self._callee(key, callee_name)
+            if callee is None or callee == key:
+                continue
+            init = self.ws.class_facts(callee.rel, callee.name).init
+            if init is None or any(p.startswith("<") for p in init):
+                return (), None
+            declaring = self._info(self._init_owner(callee))
+            names = [p for p in init if not p.startswith("*")][positional:]
+            names += [p for p in declaring.uses.asserted if p not in names]
+            names = [p for p in names if p not in explicit and p not in given]
+            if any(p.startswith("*") for p in init) or declaring.uses.passes:
+                deeper, _ = self._passed_on(self._init_owner(callee), (*given, *explicit, *names), depth + 1)
+                names += [p for p in deeper if p not in names]
+            return tuple(names), self._init_owner(callee)
+        return (), None
+
+    def _pins(self, key: _ClassKey) -> tuple[tuple[str, Expr], ...]:
+        """Values ``key``'s constructor asserts for parameters of the class it passes its
+        ``**kwargs`` on to (``assert self.num_classes == 0``): every invented construction passes them."""
+        info = self._info(key)
+        if not info.uses.pinned:
+            return ()
+        _, callee = self._passed_on(key, (), 0)
+        if callee is None:
+            return ()
+        declaring = self._info(callee)
+        accepted = {*(declaring.init_required or ()), *declaring.defaults, *declaring.uses.none_defaults}
+        return tuple((name, Lit(value)) for name, value in info.uses.pinned if name in accepted)
+
+    def _pinned(self, key: _ClassKey, call: Call) -> Call:
+        """``call`` with the values ``key``'s constructor pins (see :meth:`_pins`)."""
+        pins = [(n, v) for n, v in self._pins(key) if n not in dict(call.kwargs)]
+        return Call(call.func, call.args, (*call.kwargs, *pins), call.splats) if pins else call
+
+    def _config_values(self, owner: _ClassKey, param: str, annotation: str | None, depth: int) -> list[Expr]:
+        """Configuration objects to pass for ``param`` of ``owner``: for one annotated with a
+        workspace (or library) configuration class, that class built as an annotation builds it;
+        for an unannotated one whose attributes the class reads (``config.n_embd``), the one
+        workspace configuration class that has them all (:meth:`_config_class_for`). When the
+        class reads a field of it that defaults to ``None`` (``n_embd: int = None``), the last
+        value fills those fields (and the required ones) with the workspace's values for their
+        names, else placeholders."""
+        if depth >= _MAX_NESTING:
+            return []  # a configuration's own fields: plain values
+        reads = self._info(owner).uses.reads_of(param)
+        cls: _ClassKey | None = None
+        if annotation:
+            try:
+                _, cls, rest = self._resolve_ref(owner.rel, Ref("", tuple(annotation.split("."))))
+            except _Unresolved:
+                return []
+            if cls is not None and (rest or self.ws.class_facts(cls.rel, cls.name).is_module):
+                return []
+            values = [expr for expr, _ in self._values_for(owner, annotation)]
+        else:
+            if self._inherits_config_class(owner, set()):
+                return []  # a transformers-style model: its `config_class` (see _config_class_recipes)
+            cls = self._config_class_for(owner, param, reads)
+            if cls is None:
+                return []
+            values = [expr for expr, _ in self._config_class_values(cls)]
+        filled = self._filled_config(cls, reads) if cls is not None else None
+        if filled is not None and filled not in values:  # after the class's own way: it may fit
+            values = [*values[:_PER_PARAMETER - 1], filled]
+        return values[:_PER_PARAMETER]
+
+    def _config_classes(self) -> list[tuple[_ClassKey, frozenset[str]]]:
+        """The workspace's data-like classes that can be built by import name, with the attributes
+        their instances have (their workspace bases' included)."""
+        if not hasattr(self, "_configs"):
+            self._configs: list[tuple[_ClassKey, frozenset[str]]] = []
+            for rel, summary in self.ws.summaries.items():
+                if not self.ws.module_of.get(rel) or is_notebook(rel):
+                    continue
+                for name, info in summary.classes.items():
+                    if info.uses.attributes and not self.ws.class_facts(rel, name).is_module:
+                        key = _ClassKey(rel, name)
+                        self._configs.append((key, frozenset(self._attributes(key, 0))))
+        return self._configs
+
+    def _attributes(self, key: _ClassKey, depth: int) -> set[str]:
+        info = self._info(key)
+        found = set(info.uses.attributes) | set(info.members)
+        for base in info.bases if depth < 4 else ():
+            ref = self.ws.expression(key.rel, base) if base else None
+            if ref is not None and ref[0] == "class":
+                found |= self._attributes(_ClassKey(ref[1], ref[2]), depth + 1)
+        return found
+
+    def _config_class_for(self, owner: _ClassKey, param: str, reads: tuple[str, ...]) -> _ClassKey | None:
+        """The configuration class an unannotated ``param`` of ``owner`` takes: the one workspace
+        class whose instances have every attribute ``owner`` reads off it, among those its file
+        defines or imports first, else in the whole workspace (named like a configuration class
+        unless the parameter is: ``config``, ``cfg``, ``args``); two or more: none. It must read at
+        least two attributes."""
+        fits = self._config_fits(owner, param, reads)
+        return fits[0] if len(fits) == 1 else None
+
+    #: Attributes a class must read off a parameter for a configuration class to be chosen for it
+    #: (one attribute, ``args.dim``, says too little about which class it is).
+    _MIN_READS = 2
+
+    def _config_fits(self, owner: _ClassKey, param: str, reads: tuple[str, ...]) -> list[_ClassKey]:
+        """The configuration classes that fit ``param`` equally well (see :meth:`_config_class_for`)."""
+        if len(reads) < self._MIN_READS:
+            return []
+        named = bool(_CONFIG_PARAM.search(param))
+        fits = [key for key, attrs in self._config_classes()
+                if (named or policy.is_config_name(key.name)) and attrs.issuperset(reads) and key != owner]
+        if len(fits) <= 1:
+            return fits
+        summary = self.ws.summaries[owner.rel]
+        visible = [key for key in fits if key.rel == owner.rel
+                   or any(self.ws.expression(owner.rel, name) == ("class", key.rel, key.name)
+                          for name, binding in summary.bindings.items() if binding[0] == "from" and binding[3] == key.name)]
+        return visible or fits
+
+    def _config_class_values(self, cls: _ClassKey) -> list[tuple[Expr, str]]:
+        """``cls`` built as an annotation naming it is (see :meth:`_values_for`)."""
+        try:
+            ref = self._class_ref(cls, ())
+        except _Unresolved:
+            return []
+        return self._class_values(cls, ref)
+
+    def _filled_config(self, cls: _ClassKey, reads: tuple[str, ...]) -> Call | None:
+        """``cls(field=value, ...)`` for its required fields and those defaulting to ``None`` that
+        are read (None: no such field read, or one nothing gives a value)."""
+        info = self._info(cls)
+        unset = [f for f in info.uses.none_defaults if f in reads]
+        init = self.ws.class_facts(cls.rel, cls.name).init
+        if not unset or init is None or any(p.startswith(("*", "<")) for p in init):
+            return None
+        kwargs: list[tuple[str, Expr]] = []
+        for name in (*init, *unset):
+            words = self._read("words", name)
+            value = words[0][0] if words else _placeholder(name, info.annotations.get(name))
+            if value is None and info.annotations.get(name) == "int" and policy.searchable(name):
+                value = Lit(policy.SEARCH_INTS[0])
+            if value is None or isinstance(value, Call):
+                return None
+            kwargs.append((name, value))
+        return Call(self._class_ref(cls, ()), kwargs=tuple(kwargs))
 
     def _placeholder_calls(self, owner: _ClassKey, ref: Ref, params: tuple[str, ...], depth: int) -> list[Call]:
         """``ref(p=value, ...)`` with a placeholder for every parameter of ``owner``'s constructor:
@@ -585,6 +782,9 @@ class RecipeIndex:
     def _placeholders(self, owner: _ClassKey, param: str, annotation: str | None, depth: int) -> list[Expr]:
         """Values to try for ``param``, best first (see :meth:`_placeholder_calls`)."""
         networks = self._networks(owner, param, annotation, depth)
+        configs = self._config_values(owner, param, annotation, depth) if annotation or not networks else []
+        if configs:  # a configuration object (a sub-network named like the parameter comes first)
+            return configs
         value = _placeholder(param, annotation)
         if networks:
             return networks + ([value] if isinstance(value, Call) else [])
@@ -663,6 +863,7 @@ class RecipeIndex:
             if params is not None:
                 invented = [c for c, _, _ in self.vocabulary_calls(ref, params, owner, depth)]
                 invented += self._placeholder_calls(owner, ref, params, depth)
+                invented = [self._pinned(key, c) for c in invented]
             if not written:
                 built = tuple(invented[:1])  # the invented candidates' own order (vocabulary first)
             else:
@@ -737,27 +938,31 @@ class RecipeIndex:
         except _Unresolved:
             return []
         if cls is not None and not rest:
-            facts = self.ws.class_facts(cls.rel, cls.name)
-            if facts.is_module:
-                return []  # a sub-network: built from its own recipes (see _networks)
-            values: list[tuple[Expr, str]] = []
-            if facts.init == ():
-                values.append((Call(ref), f"{cls.name}()"))
-            elif facts.init:
-                for call, _, _ in self.vocabulary_calls(ref, facts.init)[:1]:
-                    values.append((call, _text(cls.name, call)))
-            for member in self._info(cls).members:
-                if _DEFAULT_FACTORY.match(member):  # `Config.get_default_config()`, `Config.small()`
-                    values.append((Call(Ref(ref.module, (*ref.path, member))), f"{cls.name}.{member}()"))
-            for recipe in self._read("sites", cls)[:_PER_PARAMETER]:
-                values.append((recipe.expr, recipe.text))
-            if not values and facts.init and not any(p.startswith(("*", "<")) for p in facts.init):
-                for call in self._placeholder_calls(cls, ref, facts.init, _MAX_NESTING)[:1]:
-                    values.append((call, _text(cls.name, call)))  # a config dataclass with required fields
-            return values[:_PER_PARAMETER]
+            return self._class_values(cls, ref)
         if cls is None and policy.is_config_name(ref.path[-1]):
             return [(Call(ref), f"{ref.path[-1]}()")]
         return []
+
+    def _class_values(self, cls: _ClassKey, ref: Ref) -> list[tuple[Expr, str]]:
+        """Values of workspace class ``cls`` (not a module) to pass for a parameter that takes one."""
+        facts = self.ws.class_facts(cls.rel, cls.name)
+        if facts.is_module:
+            return []  # a sub-network: built from its own recipes (see _networks)
+        values: list[tuple[Expr, str]] = []
+        if facts.init == ():
+            values.append((Call(ref), f"{cls.name}()"))
+        elif facts.init:
+            for call, _, _ in self.vocabulary_calls(ref, facts.init)[:1]:
+                values.append((call, _text(cls.name, call)))
+        for member in self._info(cls).members:
+            if _DEFAULT_FACTORY.match(member):  # `Config.get_default_config()`, `Config.small()`
+                values.append((Call(Ref(ref.module, (*ref.path, member))), f"{cls.name}.{member}()"))
+        for recipe in self._read("sites", cls)[:_PER_PARAMETER]:
+            values.append((recipe.expr, recipe.text))
+        if not values and facts.init and not any(p.startswith(("*", "<")) for p in facts.init):
+            for call in self._placeholder_calls(cls, ref, facts.init, _MAX_NESTING)[:1]:
+                values.append((call, _text(cls.name, call)))  # a config dataclass with required fields
+        return values[:_PER_PARAMETER]
 
     def _annotation_recipes(self, key: _ClassKey, required: tuple[str, ...]) -> list[Recipe]:
         info = self._info(key)
