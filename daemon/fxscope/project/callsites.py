@@ -475,8 +475,9 @@ class _Extractor:
         pairs += [(kw.arg, kw.value) for kw in node.keywords if kw.arg is not None]
         for name, value in pairs:
             if name in open_ and name not in given:
+                parsed = self.parsed_args(value, scope)  # `main(parser.parse_args())`
                 try:
-                    given[name] = _Converter(scope).expr(value)
+                    given[name] = parsed if parsed is not None else _Converter(scope).expr(value)
                 except (_Unsafe, RecursionError):
                     pass
 
