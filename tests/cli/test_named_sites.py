@@ -88,11 +88,24 @@ WORKSPACE = {
             def forward(self, x):
                 H, W = self.input_resolution  # MARK unpack
                 return self.act(self.proj(x.view(x.size(0), H, W, -1)))
+
+
+        class Router(nn.Module):
+            def __init__(self, vocab_size, model_dim, activation):
+                super().__init__()
+                self.embed = nn.Embedding(vocab_size, model_dim)
+                self.act = getattr(nn, activation)()
+
+            def forward(self, tokens):
+                x = self.embed(tokens)
+                if x.sum() > 0:  # MARK branch
+                    return self.act(x)
+                return x
     """,
     "scripts/train.py": """
         import argparse
 
-        from pkg.translate import Grid, Tagger, Translator
+        from pkg.translate import Grid, Router, Tagger, Translator
 
 
         def load_corpus(path):
@@ -105,7 +118,8 @@ WORKSPACE = {
                                vocab_size=opts.vocab_size, activation=opts.act)
             tagger = Tagger(len(corpus), opts.model_dim, opts.act)  # MARK tagger
             grid = Grid(compute_resolution(corpus), opts.model_dim, opts.act)  # MARK grid
-            return model, tagger, grid
+            router = Router(len(corpus), opts.model_dim, opts.act)  # MARK router
+            return model, tagger, grid, router
 
 
         if __name__ == "__main__":
@@ -226,10 +240,23 @@ def test_an_invented_value_that_does_not_fit_is_never_an_error_at_the_user_s_lin
     root, check = run
     unpack, _ = locate(root, "pkg/translate.py", "MARK unpack")
     assert not [f for f in check.report["findings"] if f["file"] == "pkg/translate.py" and f["line"] == unpack]
-    grid = check.targets["pkg/translate.py::Grid"]
-    if grid["status"] == "skipped":
-        (info,) = check.findings("pkg/translate.py::Grid")
-        assert info["code"] == "FXS405" and "filled-site" in info["message"]
-    else:
-        assert grid["status"] == "traced" and grid["build"]["kind"] in ("filled-site", "vocabulary", "placeholder")
-    assert not [f for f in check.report["findings"] if f["severity"] == "error"]
+    assert check.targets["pkg/translate.py::Grid"]["status"] == "skipped"  # nothing else fits `activation`
+    (info,) = check.findings("pkg/translate.py::Grid")
+    assert (info["code"], info["severity"]) == ("FXS405", "info")
+    message = " ".join(info["message"].split())
+    grid = locate(root, "scripts/train.py", "MARK grid")[0]
+    assert f"`Grid(compute_resolution(corpus), opts.model_dim, opts.act)` (filled-site, scripts/train.py:{grid})" in message
+    assert "cannot unpack non-iterable int object" in message and "invented input_resolution=56" in message
+
+
+def test_a_real_fx_error_of_a_filled_build_stays_and_says_so(run: tuple[Path, CheckRun]) -> None:
+    """`if x.sum() > 0` is fx's own error whatever the sizes: it stays, at the user's line, and says
+    which values were invented and where the rest came from. It is the only error."""
+    root, check = run
+    errors = [f for f in check.report["findings"] if f["severity"] == "error"]
+    line, _ = locate(root, "pkg/translate.py", "MARK branch")
+    assert [(f["code"], f["file"], f["line"]) for f in errors] == [("FXS101", "pkg/translate.py", line)]
+    router = locate(root, "scripts/train.py", "MARK router")[0]
+    assert (f"fxscope built `Router` with invented values: vocab_size=24; the rest as in scripts/train.py:{router}"
+            in errors[0]["message"])
+    assert check.targets["pkg/translate.py::Router"]["build"]["kind"] == "filled-site"
