@@ -81,3 +81,24 @@ def test_a_construction_mostly_unread_is_not_a_site() -> None:
             return Tagger(len(data), data.width, dim=4)
     """)
     assert "Tagger" not in sites
+
+
+def test_an_if_with_a_known_test_binds_only_in_the_branch_that_runs() -> None:
+    sites = _sites("""
+        def create(image_size=64, channel_mult="", learn_sigma=False):
+            if channel_mult == "":
+                if image_size == 64:
+                    channel_mult = (1, 2, 3, 4)
+                elif image_size == 256:
+                    channel_mult = (1, 1, 2, 2, 4, 4)
+                    blocks = Decoder(width=256)
+                else:
+                    raise ValueError(image_size)
+            else:
+                channel_mult = tuple(int(m) for m in channel_mult.split(","))
+            return UNet(image_size, channel_mult=channel_mult, out_channels=3 if not learn_sigma else 6)
+    """)
+    assert sites["UNet"].holes == ()
+    assert sites["UNet"].expr.kwargs == (("channel_mult", Seq("tuple", (Lit(1), Lit(2), Lit(3), Lit(4)))),
+                                         ("out_channels", Lit(3)))
+    assert sites["Decoder"].expr.kwargs == (("width", Lit(256)),)  # a branch that does not run still shows how

@@ -398,8 +398,23 @@ class _Extractor:
             for item in stmt.items:
                 if item.optional_vars is not None:
                     self.unbind(item.optional_vars, scope)
+        if isinstance(stmt, ast.If):
+            taken = self.condition(stmt.test, scope)
+            if taken is not None:  # the branch that runs binds names; the other is still read for sites
+                self.block(stmt.body if taken else stmt.orelse, scope)
+                self.block(stmt.orelse if taken else stmt.body, _Scope(scope))
+                return
         for block in nested_blocks(stmt):
             self.block(block, scope)
+
+    def condition(self, test: ast.expr, scope: _Scope) -> bool | None:
+        """Whether an ``if`` runs its body, when its test is known (``if channel_mult == "":`` with
+        the parameter's default); None when it is not."""
+        try:
+            value = _Converter(scope).expr(test)
+        except (_Unsafe, RecursionError):
+            return None
+        return bool(value.value) if isinstance(value, Lit) else None
 
     def parameters(self, stmt: ast.FunctionDef | ast.AsyncFunctionDef, scope: _Scope) -> _Scope:
         """The scope of a function's body: each parameter bound to its default (evaluated where
