@@ -528,9 +528,8 @@ class RecipeIndex:
         out: list[Recipe] = []
         for recipe, holes in partial:
             expr = recipe.expr
-            args, kwargs = list(expr.args), list(expr.kwargs)
-            given = {k for k, _ in kwargs}
-            filled: list[tuple[str, Expr]] = []
+            given = {k for k, _ in expr.kwargs}
+            fills: list[tuple[int | str, str, list[Expr]]] = []  # (where, parameter, values to try)
             for where, _ in holes:
                 if isinstance(where, str) and (required is None or where not in required):
                     continue  # not required: the constructor's default stands
@@ -538,28 +537,33 @@ class RecipeIndex:
                                                or required[where] in given):
                     break
                 name = where if isinstance(where, str) else required[where]  # type: ignore[index]
-                value = self._fill(key, name, annotations.get(name))
-                if value is None:
+                values = self._fills(key, name, annotations.get(name))
+                if not values:
                     break
-                filled.append((name, value))
-                if isinstance(where, int):
-                    args[where] = value
-                else:
-                    kwargs.append((name, value))
+                fills.append((where, name, values))
             else:
-                call = Call(expr.func, tuple(args), tuple(kwargs), expr.splats)
-                out.append(Recipe(call, "filled-site", recipe.file, recipe.line, recipe.text, recipe.cell,
-                                  tuple(filled)))
+                for pick in range(_PER_PARAMETER):  # each value's first choice, then the second ones
+                    args, kwargs = list(expr.args), list(expr.kwargs)
+                    filled: list[tuple[str, Expr]] = []
+                    for where, name, values in fills:
+                        value = values[min(pick, len(values) - 1)]
+                        filled.append((name, value))
+                        if isinstance(where, int):
+                            args[where] = value
+                        else:
+                            kwargs.append((name, value))
+                    made = Recipe(Call(expr.func, tuple(args), tuple(kwargs), expr.splats), "filled-site",
+                                  recipe.file, recipe.line, recipe.text, recipe.cell, tuple(filled))
+                    if made not in out:
+                        out.append(made)
         return out
 
-    def _fill(self, key: _ClassKey, name: str, annotation: str | None) -> Expr | None:
-        """The value a ``filled-site`` passes for a required parameter it could not read: the
-        workspace's for that name, else a placeholder (None: nothing fits)."""
-        words = self._read("words", name)
-        if words:
-            return words[0][0]
-        values = self._placeholders(key, name, annotation, 0)
-        return values[0] if values else None
+    def _fills(self, key: _ClassKey, name: str, annotation: str | None) -> list[Expr]:
+        """The values a ``filled-site`` tries for a required parameter it could not read, best
+        first: the workspace's for that name (the most used, the smallest), then a placeholder."""
+        values = [value for value, _, _ in self._read("words", name)]
+        values += [v for v in self._placeholders(key, name, annotation, 0) if v not in values]
+        return values[:_PER_PARAMETER]
 
     def _invented_recipes(self, key: _ClassKey, required: tuple[str, ...]) -> list[Recipe]:
         """Constructions with invented values: the workspace's values for the parameters' names,
