@@ -90,7 +90,8 @@ def say_invented(findings: Sequence[Finding], recipe: Recipe, name: str,
     """``findings`` where each one at a workspace line of a build with invented values says so (its
     message, and so its hover). One located in a library keeps its message: the report groups
     those by message, one per library cause, whichever targets reached it."""
-    note = f" (fxscope built `{name}` with invented values: {recipe.invented_values()}; no call site found)"
+    where = f"the rest as in {recipe.origin}" if recipe.kind == "filled-site" else "no call site found"
+    note = f" (fxscope built `{name}` with invented values: {recipe.invented_values()}; {where})"
     return tuple(replace(f, message=f"{f.message}{note}") if (
         f.severity in ("error", "warning") and is_user_file(f.location.file) and note not in f.message) else f
         for f in findings)

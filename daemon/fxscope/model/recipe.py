@@ -32,10 +32,12 @@ __all__ = ["INVENTED_KINDS", "Call", "Expr", "Lit", "Ref", "RefExpr", "Recipe", 
 
 #: Where a recipe came from, in the order sources are preferred when costs tie.
 RECIPE_KINDS = ("defaults", "annotation", "config-class", "call-site", "docstring", "readme", "config-file",
-                "vocabulary", "placeholder")
-#: Kinds whose values fxscope made up (no call site of the class says them): a build from one is a
-#: hypothesis, rejected when its failure comes from such a value (see ``fxscope.job.hypothesis``).
-INVENTED_KINDS = ("vocabulary", "placeholder")
+                "filled-site", "vocabulary", "placeholder")
+#: Kinds whose values fxscope made up (no call site of the class says them all): a build from one is
+#: a hypothesis, rejected when its failure comes from such a value (see ``fxscope.job.hypothesis``).
+#: A ``filled-site`` is a construction of the repository with the arguments fxscope could not read
+#: statically (``len(vocab)``, a loop's result) filled with invented values (``filled`` says which).
+INVENTED_KINDS = ("filled-site", "vocabulary", "placeholder")
 
 #: Keyword names that count layers or blocks: a recipe is small when these are.
 _DEPTH_NAME = re.compile(r"(^|_)(n_?)?(num_)?(hidden_)?(layers?|blocks?|depths?|stages?|n_layer|levels?)$|^depth")
@@ -211,7 +213,8 @@ def _numbers(expr: Expr, name: str = "") -> tuple[int, int]:
 class Recipe:
     """One way to construct a target class: ``expr`` (a call), where it was found (``kind``,
     ``file``, 1-based ``line``; ``file`` is root-relative) and the ``text`` it was written as.
-    In a notebook, ``cell`` is the cell and ``line`` counts lines inside it."""
+    In a notebook, ``cell`` is the cell and ``line`` counts lines inside it. ``filled``: of a
+    ``filled-site``, the parameters fxscope filled in, with their invented values."""
 
     expr: Call
     kind: str
@@ -219,6 +222,7 @@ class Recipe:
     line: int
     text: str
     cell: int | None = None
+    filled: tuple[tuple[str, Expr], ...] = ()
 
     @property
     def origin(self) -> str:
@@ -242,6 +246,11 @@ class Recipe:
         if self.kind == "placeholder":
             return (f"with invented values: {self.invented_values()} (no call site found; placeholders, "
                     f"{self.origin})")
+        if self.kind == "filled-site":
+            invented = self.invented_values()
+            return (f"as in {self.origin}, with invented values for what fxscope could not read there: {invented}"
+                    if invented else f"as in {self.origin}, with the class's defaults for what fxscope could not "
+                                     f"read there")
         return f"as in {self.origin}"
 
     @property
@@ -250,7 +259,10 @@ class Recipe:
         return self.kind in INVENTED_KINDS
 
     def invented_arguments(self) -> dict[str, Expr]:
-        """The arguments of an invented build by parameter name (empty for any other build)."""
+        """The arguments of an invented build by parameter name (empty for any other build; of a
+        ``filled-site``, only those fxscope filled in)."""
+        if self.kind == "filled-site":
+            return dict(self.filled)
         return dict(self.expr.kwargs) if self.invented else {}
 
     def invented_values(self) -> str:
@@ -272,6 +284,8 @@ class Recipe:
                                "line": self.line, "text": self.text}
         if self.cell is not None:
             out["cell"] = self.cell
+        if self.filled:
+            out["filled"] = [[name, expr_to_json(value)] for name, value in self.filled]
         return out
 
     @classmethod
@@ -282,11 +296,15 @@ class Recipe:
         expr = expr_from_json(data.get("expr"))
         kind, file, line, text = data.get("kind"), data.get("file"), data.get("line"), data.get("text")
         cell = data.get("cell")
+        filled = data.get("filled") or []
+        if not isinstance(filled, list) or not all(isinstance(p, list) and len(p) == 2 and isinstance(p[0], str)
+                                                   for p in filled):
+            raise ValueError("malformed recipe")
         if (not isinstance(expr, Call) or kind not in RECIPE_KINDS or not isinstance(file, str)
                 or not isinstance(line, int) or isinstance(line, bool) or line < 1 or not isinstance(text, str)
                 or (cell is not None and (not isinstance(cell, int) or isinstance(cell, bool) or cell < 1))):
             raise ValueError("malformed recipe")
-        return cls(expr, kind, file, line, text, cell)
+        return cls(expr, kind, file, line, text, cell, tuple((k, expr_from_json(v)) for k, v in filled))
 
 
 def render_python(expr: Expr, *, local_module: str | None = None) -> tuple[list[str], str, list[str]]:

@@ -73,6 +73,11 @@ _MOVES = frozenset({"cuda", "cpu", "to", "half", "float", "double", "bfloat16", 
 #: Lower-case callables that construct values (containers, partial layers, namespaces).
 _CONSTRUCTOR_FUNCTIONS = frozenset({"dict", "list", "tuple", "set", "frozenset", "partial"})
 
+_COMPARISONS: dict[type, Callable[[Any, Any], Any]] = {
+    ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Lt: operator.lt, ast.LtE: operator.le, ast.Gt: operator.gt,
+    ast.GtE: operator.ge, ast.Is: operator.is_, ast.IsNot: operator.is_not,
+}
+
 _BINOPS: dict[type, Callable[[Any, Any], Any]] = {
     ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.FloorDiv: operator.floordiv,
     ast.Div: operator.truediv, ast.Mod: operator.mod, ast.Pow: operator.pow,
@@ -82,25 +87,31 @@ _BINOPS: dict[type, Callable[[Any, Any], Any]] = {
 @dataclass(frozen=True)
 class CallSite:
     """A constructor call with only safe arguments: the unresolved call, its 1-based line, how it
-    was written (shortened) and where it was found (``call-site``, ``docstring`` or ``readme``)."""
+    was written (shortened) and where it was found (``call-site``, ``docstring`` or ``readme``).
+
+    ``holes``: the top-level arguments that could not be read statically (``len(vocab)``, a loop's
+    result), each as its position or keyword and its source text; a positional one is ``Lit(None)``
+    in ``expr``, a keyword one is left out. Discovery fills or drops them."""
 
     expr: Call
     line: int
     text: str
     kind: str
+    holes: tuple[tuple[int | str, str], ...] = ()
 
     def to_json(self) -> list[Any]:
-        """``[expr, line, text, kind]``."""
-        return [expr_to_json(self.expr), self.line, self.text, self.kind]
+        """``[expr, line, text, kind, holes]``."""
+        return [expr_to_json(self.expr), self.line, self.text, self.kind, [list(h) for h in self.holes]]
 
     @classmethod
     def from_json(cls, data: Any) -> CallSite:
         """Read :meth:`to_json` output (ValueError when malformed)."""
-        expr, line, text, kind = data
+        expr, line, text, kind, holes = data
         call = expr_from_json(expr)
         if not isinstance(call, Call):
             raise ValueError("a call site is a call")
-        return cls(call, int(line), str(text), str(kind))
+        return cls(call, int(line), str(text), str(kind),
+                   tuple((w if isinstance(w, int) else str(w), str(t)) for w, t in holes))
 
 
 class _Unsafe(Exception):
@@ -176,6 +187,24 @@ class _Converter:
             if value is None or isinstance(value, (bool, int, float)) or (isinstance(value, str) and len(value) <= 200):
                 return Lit(value)
             raise _Unsafe("constant")
+        if isinstance(node, ast.IfExp):  # `3 if not learn_sigma else 6` with a known test: its branch
+            test = self.expr(node.test)
+            if not isinstance(test, Lit):
+                raise _Unsafe("condition")
+            return self.expr(node.body if test.value else node.orelse)
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+            inner = self.expr(node.operand)
+            if not isinstance(inner, Lit):
+                raise _Unsafe("not")
+            return Lit(not inner.value)
+        if isinstance(node, ast.Compare) and len(node.ops) == 1 and type(node.ops[0]) in _COMPARISONS:
+            left, right = self.expr(node.left), self.expr(node.comparators[0])
+            if not (isinstance(left, Lit) and isinstance(right, Lit)):
+                raise _Unsafe("comparison")
+            try:
+                return Lit(bool(_COMPARISONS[type(node.ops[0])](left.value, right.value)))
+            except TypeError:
+                raise _Unsafe("comparison") from None
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
             inner = self.expr(node.operand)
             if isinstance(inner, Lit) and isinstance(inner.value, (int, float)) and not isinstance(inner.value, bool):
@@ -252,29 +281,55 @@ class _Converter:
             raise _Unsafe("arithmetic")
         return Lit(value)
 
-    def call(self, node: ast.Call) -> Call:
+    def call(self, node: ast.Call, holes: list[tuple[int | str, ast.expr]] | None = None) -> Call:
+        """The call; with ``holes``, an argument outside the safe subset is recorded there (its
+        position or keyword) instead of making the whole call unsafe (``Lit(None)`` holds a
+        positional one's place, a keyword one is left out)."""
         parts = dotted_parts(node.func)
         if parts is None or not (_class_like(parts) or parts[-1] in _CONSTRUCTOR_FUNCTIONS):
             raise _Unsafe("callee")  # a function call: never a constructor fxscope would run
         func = self.ref(parts)
         if any(isinstance(a, ast.Starred) for a in node.args):
             raise _Unsafe("*args")
-        args = tuple(self.expr(a) for a in node.args)
+
+        def argument(where: int | str, value: ast.expr) -> Expr | None:
+            if holes is None:
+                return self.expr(value)
+            try:
+                return self.expr(value)
+            except _Unsafe as e:
+                if str(e) == "too large":
+                    raise
+                holes.append((where, value))
+                return None
+
+        args = tuple(Lit(None) if a is None else a for a in (argument(i, a) for i, a in enumerate(node.args)))
         kwargs: list[tuple[str, Expr]] = []
         splats: list[Expr] = []
         for kw in node.keywords:
             if kw.arg is None:
-                splats.append(self.expr(kw.value))
+                splat = self.expr(kw.value)
+                if splat != DictExpr(()):  # `**kwargs` of a function called without extra keywords
+                    splats.append(splat)
             else:
-                kwargs.append((kw.arg, self.expr(kw.value)))
+                value = argument(kw.arg, kw.value)
+                if value is not None:
+                    kwargs.append((kw.arg, value))
         return Call(func, args, tuple(kwargs), tuple(splats))
 
 
 
 class _Extractor:
-    """Walks statements in order, keeping each snippet's safe bindings and recording call sites."""
+    """Walks statements in order, keeping each snippet's safe bindings and recording call sites.
 
-    def __init__(self, source: str, kind: str, line_offset: int = 0) -> None:
+    A parameter of a function is its default; one without a default is what the snippet passes
+    for it (the first call of the module-level function whose argument is safe), else the value
+    of that key in the snippet's dict of literals that names most of the function's parameters
+    (``model_and_diffusion_defaults()``): a first walk gathers those, a second one uses them."""
+
+    def __init__(self, source: str, kind: str, line_offset: int = 0,
+                 passed: dict[str, dict[str, Expr]] | None = None,
+                 mappings: list[dict[str, Expr]] | None = None) -> None:
         self.source = source
         self.kind = kind
         self.offset = line_offset
@@ -283,6 +338,16 @@ class _Extractor:
         self.docstrings: list[tuple[str, int]] = []
         #: (keyword, literal value, line) of every call's literal keyword arguments
         self.keywords: list[tuple[str, int | float | str | bool, int]] = []
+        #: what an earlier walk found: function -> parameter -> value passed; dicts of literals
+        self.given = passed or {}
+        self.given_mappings = mappings or []
+        #: what this walk finds for the next one
+        self.passed: dict[str, dict[str, Expr]] = {}
+        self.mappings: list[dict[str, Expr]] = []
+        #: module-level functions: name -> (parameters in order, those without a default)
+        self.functions: dict[str, tuple[tuple[str, ...], frozenset[str]]] = {}
+        #: whether a site had an argument this walk could not read (a next walk may)
+        self.missed = False
 
     # -- statements ------------------------------------------------------------------------
     def block(self, body: Iterable[ast.stmt], scope: _Scope) -> None:
@@ -294,11 +359,7 @@ class _Extractor:
     def statement(self, stmt: ast.stmt, scope: _Scope) -> None:
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
             self.docstring(stmt)
-            inner = _Scope(scope)
-            for arg in [*stmt.args.posonlyargs, *stmt.args.args, *stmt.args.kwonlyargs,
-                        stmt.args.vararg, stmt.args.kwarg]:
-                if arg is not None:
-                    inner.values[arg.arg] = None
+            inner = self.parameters(stmt, scope)
             self.block(stmt.body, inner)
             scope.values[stmt.name] = None
             return
@@ -337,8 +398,103 @@ class _Extractor:
             for item in stmt.items:
                 if item.optional_vars is not None:
                     self.unbind(item.optional_vars, scope)
+        if isinstance(stmt, ast.If):
+            taken = self.condition(stmt.test, scope)
+            if taken is not None:  # the branch that runs binds names; the other is still read for sites
+                self.block(stmt.body if taken else stmt.orelse, scope)
+                self.block(stmt.orelse if taken else stmt.body, _Scope(scope))
+                return
         for block in nested_blocks(stmt):
             self.block(block, scope)
+
+    def condition(self, test: ast.expr, scope: _Scope) -> bool | None:
+        """Whether an ``if`` runs its body, when its test is known (``if channel_mult == "":`` with
+        the parameter's default); None when it is not."""
+        try:
+            value = _Converter(scope).expr(test)
+        except (_Unsafe, RecursionError):
+            return None
+        return bool(value.value) if isinstance(value, Lit) else None
+
+    def parameters(self, stmt: ast.FunctionDef | ast.AsyncFunctionDef, scope: _Scope) -> _Scope:
+        """The scope of a function's body: each parameter bound to its default (evaluated where
+        the function is defined), to what the snippet passes for it, or to nothing (None);
+        ``**kwargs`` to an empty dict (the function called with no extra keywords)."""
+        inner = _Scope(scope)
+        args = stmt.args
+        positional = [*args.posonlyargs, *args.args]
+        defaults: list[ast.expr | None] = [None] * (len(positional) - len(args.defaults)) + list(args.defaults)
+        pairs = [*zip(positional, defaults), *zip(args.kwonlyargs, args.kw_defaults)]
+        module_level = scope.parent is None
+        names = tuple(a.arg for a, _ in pairs)
+        open_ = frozenset(a.arg for a, d in pairs if d is None)
+        if module_level:
+            if stmt.name in self.functions:
+                self.functions[stmt.name] = ((), frozenset())  # defined twice: which one runs is not known
+            else:
+                self.functions[stmt.name] = (names, open_)
+        given = self.given.get(stmt.name, {}) if module_level else {}
+        mapping = self.mapping_for(open_) if module_level and open_ else {}
+        for arg, default in pairs:
+            value: Expr | None = None
+            if default is not None:
+                try:
+                    value = _Converter(scope).expr(default)
+                except (_Unsafe, RecursionError):
+                    value = None
+            elif arg.arg in given:
+                value = given[arg.arg]
+            elif arg.arg in mapping:
+                value = mapping[arg.arg]
+            inner.values[arg.arg] = value
+        if args.vararg is not None:
+            inner.values[args.vararg.arg] = None
+        if args.kwarg is not None:
+            inner.values[args.kwarg.arg] = DictExpr(())
+        return inner
+
+    def mapping_for(self, params: frozenset[str]) -> dict[str, Expr]:
+        """The dict of literals of the snippet that gives most of ``params`` (two at least, and at
+        least half of them), the first of those on a tie; empty when none does."""
+        best: dict[str, Expr] = {}
+        best_count = 0
+        for mapping in self.given_mappings:
+            count = len(params & mapping.keys())
+            if count > best_count:
+                best, best_count = mapping, count
+        return best if best_count >= 2 and 2 * best_count >= len(params) else {}
+
+    def passes(self, node: ast.Call, scope: _Scope) -> None:
+        """Record what a call of a module-level function of the snippet passes for its parameters
+        that have no default (the first safe value of each), and every dict of literals."""
+        if isinstance(node.func, ast.Name) and node.func.id == "dict" and not node.args and len(self.mappings) < 64:
+            mapping: dict[str, Expr] = {}
+            for kw in node.keywords:
+                if kw.arg is not None and isinstance(kw.value, (ast.Constant, ast.UnaryOp, ast.Tuple)):
+                    try:
+                        mapping[kw.arg] = _Converter(scope).expr(kw.value)
+                    except (_Unsafe, RecursionError):
+                        pass
+            if len(mapping) >= 2:
+                self.mappings.append(mapping)
+            return
+        if not isinstance(node.func, ast.Name) or node.func.id not in self.functions:
+            return
+        known, _, imported = scope.lookup(node.func.id)
+        if imported is not None:
+            return  # rebound by an import
+        names, open_ = self.functions[node.func.id]
+        given = self.passed.setdefault(node.func.id, {})
+        pairs: list[tuple[str, ast.expr]] = [(names[i], a) for i, a in enumerate(node.args)
+                                             if i < len(names) and not isinstance(a, ast.Starred)]
+        pairs += [(kw.arg, kw.value) for kw in node.keywords if kw.arg is not None]
+        for name, value in pairs:
+            if name in open_ and name not in given:
+                parsed = self.parsed_args(value, scope)  # `main(parser.parse_args())`
+                try:
+                    given[name] = parsed if parsed is not None else _Converter(scope).expr(value)
+                except (_Unsafe, RecursionError):
+                    pass
 
     def assign(self, stmt: ast.Assign | ast.AnnAssign, scope: _Scope) -> None:
         targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
@@ -456,6 +612,7 @@ class _Extractor:
     # -- calls -----------------------------------------------------------------------------
     def calls_in(self, stmt: ast.stmt, scope: _Scope) -> None:
         todo: list[ast.AST] = [stmt]
+        changed: list[ast.Name] = []
         while todo:
             node = todo.pop()
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
@@ -463,9 +620,16 @@ class _Extractor:
             if isinstance(node, ast.Call):
                 self.record(node, scope)
                 self.keywords_of(node)
+                self.passes(node, scope)
+                if isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name):
+                    changed.append(node.func.value)  # `ds.append(...)`, `cfg.update(...)`: may change it
             for child in ast.iter_child_nodes(node):
                 if not isinstance(child, ast.stmt):  # nested statements are walked in order
                     todo.append(child)
+        for name in changed:
+            known, value, imported = scope.lookup(name.id)
+            if known and imported is None and value is not None and not isinstance(value, (Lit, RefExpr)):
+                self.unbind(name, scope)
 
     def keywords_of(self, node: ast.Call) -> None:
         if len(self.keywords) >= MAX_KEYWORDS_PER_FILE:
@@ -491,16 +655,25 @@ class _Extractor:
             return
         if not node.args and not node.keywords and parts[-1][:1].isupper():
             return  # `Net()`: the defaults, which are tried anyway
+        holes: list[tuple[int | str, ast.expr]] = []
         try:
-            call = _Converter(scope).call(node)
+            call = _Converter(scope).call(node, holes)
         except (_Unsafe, RecursionError):
+            self.missed = True
             return
+        if holes:
+            self.missed = True
+            # most of what it passes must be the repository's: else it says little more than a guess
+            if len(holes) >= len(call.args) + len(call.kwargs) - sum(isinstance(h, int) for h, _ in holes):
+                return
         text = _short(ast.get_source_segment(self.source, node) or ast.unparse(node))
         line = node.lineno + self.offset
         if (line, text) in self.seen:
             return
         self.seen.add((line, text))
-        self.sites.append(CallSite(call, line, text, self.kind))
+        written = tuple((where, _short(ast.get_source_segment(self.source, value) or ast.unparse(value)))
+                        for where, value in holes)
+        self.sites.append(CallSite(call, line, text, self.kind, written))
 
     def docstring(self, node: ast.AST) -> None:
         body = getattr(node, "body", None)
@@ -523,15 +696,32 @@ class Examples:
                         (self.keywords + other.keywords)[:MAX_KEYWORDS_PER_FILE])
 
 
+#: Walks of one snippet at most: the first, then with what calls of its functions pass (a
+#: script's ``main(args)`` that calls a factory ``create(args.size)``: one more).
+_MAX_WALKS = 3
+
+
+def _walk(tree: ast.Module, source: str, kind: str, offset: int = 0) -> _Extractor:
+    """The extractor after walking ``tree``, again while a site missed an argument and calls of the
+    snippet's functions (or its dicts of literals) gave parameters values a walk had not used."""
+    extractor = _Extractor(source, kind, offset)
+    for _ in range(_MAX_WALKS):
+        try:
+            extractor.block(tree.body, _Scope())
+        except RecursionError:
+            pass
+        learned = {f: p for f, p in extractor.passed.items() if p}
+        if not extractor.missed or (learned == extractor.given and extractor.mappings == extractor.given_mappings):
+            break
+        extractor = _Extractor(source, kind, offset, learned, extractor.mappings)
+    return extractor
+
+
 def _snippet(source: str, kind: str, offset: int) -> Examples:
     tree = parse_quietly(source)
     if tree is None:
         return Examples()
-    extractor = _Extractor(source, kind, offset)
-    try:
-        extractor.block(tree.body, _Scope())
-    except RecursionError:
-        pass
+    extractor = _walk(tree, source, kind, offset)
     return Examples(tuple(extractor.sites), tuple(extractor.keywords))
 
 
@@ -540,12 +730,10 @@ def python_examples(source: str, tree: ast.Module | None = None) -> Examples:
     tree = tree if tree is not None else parse_quietly(source)
     if tree is None:
         return Examples()
-    extractor = _Extractor(source, "call-site")
-    extractor.docstring(tree)
-    try:
-        extractor.block(tree.body, _Scope())
-    except RecursionError:
-        pass
+    extractor = _walk(tree, source, "call-site")
+    inner, extractor.docstrings = extractor.docstrings, []
+    extractor.docstring(tree)  # the module's docstring first
+    extractor.docstrings += inner
     found = Examples(tuple(extractor.sites), tuple(extractor.keywords))
     for text, line in extractor.docstrings:
         found = found + docstring_examples(text, line)

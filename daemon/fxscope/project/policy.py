@@ -113,7 +113,7 @@ _NOT_A_NUMBER = re.compile(r"(^|_)(config|cfg|conf|args|opts?|options|hparams|h?
                            r"modules?|layers?_cls|block_cls|norm_layer|act_layer|activation|tokenizer|name|path|"
                            r"file|dir|mode|type|device|dtype)$", re.IGNORECASE)
 #: Kinds whose values the workspace does not write out for this class: tried after the rest.
-_GUESSES = ("vocabulary", "placeholder")
+_GUESSES = ("filled-site", "vocabulary", "placeholder")
 
 
 def plausible(name: str, value: int | float | str | bool | None) -> bool:
@@ -137,7 +137,8 @@ def searchable(name: str) -> bool:
 def rank(found: Iterable[Recipe]) -> tuple[Recipe, ...]:
     """The candidates in the order they are tried, each construction once, at most
     :data:`MAX_RECIPES`: the constructor's defaults first, then what the workspace writes out, then
-    guesses (its values for the names elsewhere, then placeholders); within each, smallest first
+    guesses (its constructions with what could not be read filled in, its values for the names
+    elsewhere, then placeholders); within each, smallest first
     (fewest layers written, then smallest sizes; placeholders in the order they were made), then
     by kind, file and line."""
     order = {kind: i for i, kind in enumerate(RECIPE_KINDS)}

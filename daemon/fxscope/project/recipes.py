@@ -29,6 +29,7 @@ resolve is not a candidate. The worker evaluates the candidates (``fxscope.job.c
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hashlib
 import itertools
@@ -82,6 +83,7 @@ class _FileFacts:
     by name, every literal keyword of any call, and its classes' literal parameter defaults."""
 
     sites: tuple[tuple[_ClassKey, Recipe], ...]
+    partial: tuple[tuple[_ClassKey, Recipe, tuple[tuple[int | str, str], ...]], ...]
     learned: tuple[tuple[str, Expr, int], ...]
     networks: tuple[tuple[str, Call, int], ...]
     keywords: tuple[tuple[str, Expr, int], ...]
@@ -161,6 +163,8 @@ class RecipeIndex:
         self.ws = ws
         self.root = str(ws.config.root)
         self.sites: dict[_ClassKey, list[Recipe]] = {}
+        #: constructions with arguments that could not be read (and what they were written as)
+        self.partial: dict[_ClassKey, list[tuple[Recipe, tuple[tuple[int | str, str], ...]]]] = {}
         self._by_simple_name: dict[str, list[_ClassKey]] = {}
         self._by_ref: dict[tuple[str, str], _ClassKey] = {}  # (import name, class name) -> class
         for rel, summary in ws.summaries.items():
@@ -191,6 +195,8 @@ class RecipeIndex:
         for rel, fact in facts:
             for key, recipe in fact.sites:
                 self.sites.setdefault(key, []).append(recipe)
+            for key, recipe, holes in fact.partial:
+                self.partial.setdefault(key, []).append((recipe, holes))
             for name, value, line in fact.learned:
                 self.vocabulary.setdefault(name, []).append((value, rel, line))
             for name, call, line in fact.networks:
@@ -215,6 +221,7 @@ class RecipeIndex:
             self.reused += 1
             return cached[2]
         sites: list[tuple[_ClassKey, Recipe]] = []
+        partial: list[tuple[_ClassKey, Recipe, tuple[tuple[int | str, str], ...]]] = []
         learned: list[tuple[str, Expr, int]] = []
         networks: list[tuple[str, Call, int]] = []
         for site in summary.calls:
@@ -223,9 +230,12 @@ class RecipeIndex:
             except (_Unresolved, RecursionError):
                 continue
             self._learn(expr, site.line, learned, networks)
-            if key is not None and (site.kind != "config-file" or self._configures(key, expr)):
+            if key is not None and site.holes:
+                if expr.func.path == (key.name,):  # the class itself, not one of its methods
+                    partial.append((key, self.recipe(expr, site.kind, rel, site.line, site.text), site.holes))
+            elif key is not None and (site.kind != "config-file" or self._configures(key, expr)):
                 sites.append((key, self.recipe(expr, site.kind, rel, site.line, site.text)))
-        fact = _FileFacts(tuple(sites), tuple(learned), tuple(networks),
+        fact = _FileFacts(tuple(sites), tuple(partial), tuple(learned), tuple(networks),
                           tuple((name, Lit(value), line) for name, value, line in summary.keywords),
                           tuple((name, Lit(value), info.line) for info in summary.classes.values()
                                 for name, value in info.defaults.items()))
@@ -276,6 +286,8 @@ class RecipeIndex:
         or ``networks`` for a parameter name, ``built`` sub-network of a class (at a depth)."""
         if kind == "sites":
             value: Any = tuple(self.sites.get(name, ()))
+        elif kind == "partial":
+            value = tuple(self.partial.get(name, ()))
         elif kind == "words":
             value = self._words(name)
         elif kind == "networks":
@@ -479,6 +491,7 @@ class RecipeIndex:
         try:
             found += self._annotation_recipes(key, required)
             found += self._config_class_recipes(key, required)
+            found += self._filled_recipes(key)
             found += self._invented_recipes(key, required)
         except (_Unresolved, RecursionError):
             pass
@@ -538,6 +551,58 @@ class RecipeIndex:
         """``Net()`` at the class's line: the build from the constructor's defaults."""
         return self.recipe(Call(Ref(self.ws.module_of.get(rel) or "", (name,))), "defaults", rel,
                            self._info(_ClassKey(rel, name)).line, f"{name}()")
+
+    def _filled_recipes(self, key: _ClassKey) -> list[Recipe]:
+        """The workspace's constructions of ``key`` with arguments discovery could not read
+        statically (``len(vocab)``, a loop's result): a keyword one the constructor does not require
+        is left out (its default), a required one is filled with the workspace's value for that
+        name, else a placeholder; the build is a hypothesis (``filled-site``). A positional one
+        that is not a required parameter, or a required one nothing fits, drops the construction."""
+        partial = self._read("partial", key)
+        if not partial:
+            return []
+        init = self.ws.class_facts(key.rel, key.name).init
+        required = init if init is not None and not any(p.startswith(("*", "<")) for p in init) else None
+        annotations = self._info(key).annotations
+        out: list[Recipe] = []
+        for recipe, holes in partial:
+            expr = recipe.expr
+            given = {k for k, _ in expr.kwargs}
+            fills: list[tuple[int | str, str, list[Expr]]] = []  # (where, parameter, values to try)
+            for where, _ in holes:
+                if isinstance(where, str) and (required is None or where not in required):
+                    continue  # not required: the constructor's default stands
+                if isinstance(where, int) and (required is None or where >= len(required)
+                                               or required[where] in given):
+                    break
+                name = where if isinstance(where, str) else required[where]  # type: ignore[index]
+                values = self._fills(key, name, annotations.get(name))
+                if not values:
+                    break
+                fills.append((where, name, values))
+            else:
+                for pick in range(_PER_PARAMETER):  # each value's first choice, then the second ones
+                    args, kwargs = list(expr.args), list(expr.kwargs)
+                    filled: list[tuple[str, Expr]] = []
+                    for where, name, values in fills:
+                        value = values[min(pick, len(values) - 1)]
+                        filled.append((name, value))
+                        if isinstance(where, int):
+                            args[where] = value
+                        else:
+                            kwargs.append((name, value))
+                    made = Recipe(Call(expr.func, tuple(args), tuple(kwargs), expr.splats), "filled-site",
+                                  recipe.file, recipe.line, recipe.text, recipe.cell, tuple(filled))
+                    if made not in out:
+                        out.append(made)
+        return out
+
+    def _fills(self, key: _ClassKey, name: str, annotation: str | None) -> list[Expr]:
+        """The values a ``filled-site`` tries for a required parameter it could not read, best
+        first: the workspace's for that name (the most used, the smallest), then a placeholder."""
+        values = [value for value, _, _ in self._read("words", name)]
+        values += [v for v in self._placeholders(key, name, annotation, 0) if v not in values]
+        return values[:_PER_PARAMETER]
 
     def _invented_recipes(self, key: _ClassKey, required: tuple[str, ...]) -> list[Recipe]:
         """Constructions with invented values: the workspace's values for the parameters' names,
@@ -882,7 +947,7 @@ class RecipeIndex:
             return recipe
         assert isinstance(expr, Call)
         name = recipe.expr.func.path[-1] if recipe.kind != "defaults" else recipe.expr.func.path[0]
-        return Recipe(expr, recipe.kind, recipe.file, recipe.line, _text(name, expr), recipe.cell)
+        return dataclasses.replace(recipe, expr=expr, text=_text(name, expr))
 
     def _asks_weights(self, expr: Expr) -> bool:
         """Whether a keyword inside ``expr``, or a default of a workspace class it calls, is a
