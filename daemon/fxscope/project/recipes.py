@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any, Iterable
 
 from fxscope.model.recipe import Call, DictExpr, Expr, Lit, Recipe, Ref, RefExpr, Seq, Setattrs, render_python
 
-from . import policy
+from . import placeholders, policy
 from ._summary import ClassInfo, Summary, is_example_text
 from .notebooks import is_notebook
 
@@ -128,7 +128,8 @@ def _file_interface(summary: Summary) -> str:
         return found[1]
     classes = {name: (c.bases, sorted(c.members), sorted(c.abstract), c.init_required, sorted(c.annotations.items()),
                       c.config_class, sorted(k for k, v in c.defaults.items() if v and policy.weights_off(k)),
-                      c.fields_init, c.kwargs_reads, c.int_params)  # other defaults: values for names
+                      c.fields_init, c.kwargs_reads, c.int_params,
+                      sorted(c.param_uses.items()))  # other defaults: values for names
                for name, c in sorted(summary.classes.items())}
     bindings = sorted((name, binding[:2] if binding[0] == "def" else binding)  # a function's line: not read
                       for name, binding in summary.bindings.items() if binding[0] != "other")
@@ -550,20 +551,34 @@ class RecipeIndex:
             call = Call(ref, kwargs=tuple((p, c[min(pick, len(c) - 1)]) for p, c in zip(params, choices)))
             if call not in calls:
                 calls.append(call)
+        # the third: every size at its larger value (a `GroupNorm(32, channels)`), tried only
+        # when the small ones did not build (the builder keeps the first small build)
+        large = Call(ref, kwargs=tuple((p, placeholders.enlarged(p, c[0]) or c[0]) for p, c in zip(params, choices)))
+        if large not in calls:
+            calls.append(large)
         return calls
 
     def _placeholders(self, owner: _ClassKey, param: str, annotation: str | None, depth: int) -> list[Expr]:
         """Values to try for ``param``, best first (see :meth:`_placeholder_calls`)."""
         networks = self._networks(owner, param, annotation, depth)
-        value = _placeholder(param, annotation)
+        use = self._info(owner).param_uses.get(param, "")
+        called_for = placeholders.small(param, annotation, use)  # shapes, flags, indices, floats...
+        value = called_for[0] if called_for else _placeholder(param, annotation)
+        if networks and called_for and not isinstance(called_for[0], Call):
+            return [*called_for[:1], *networks]  # `scale`: a float before a class named `Scale`
         if networks:
             return networks + ([value] if isinstance(value, Call) else [])
+        if called_for:
+            return list(called_for)
         if value is None:  # the small search, for an int the class itself says it is
             ints = annotation == "int" or (not annotation and param in self._info(owner).int_params)
-            return [Lit(v) for v in policy.SEARCH_INTS] if ints and policy.searchable(param) else []
+            if ints and policy.searchable(param):
+                return [placeholders.as_sequence(Lit(v), use) for v in policy.SEARCH_INTS]
+            # else a value the workspace passes for that name (`Scale(value, fn)`: fn invented)
+            return [word for word, _, _ in self._read("words", param)]
         if isinstance(value, Lit) and _PAIR_NAME.search(param.lower()):
             return [value, Seq("tuple", (value, value))]  # `H, W = self.input_resolution`
-        return [value]
+        return [placeholders.as_sequence(value, use)]
 
     def _networks(self, owner: _ClassKey, param: str, annotation: str | None, depth: int) -> list[Expr]:
         """Already-built sub-networks to pass for ``param``: the workspace module class its
