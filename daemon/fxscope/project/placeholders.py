@@ -126,12 +126,18 @@ def enlarged(name: str, value: Expr) -> Expr | None:
     more: a shape keeps its channels), None when ``value`` is not a size or nothing changes."""
     if _NOT_ENLARGED.search(name):
         return None
-    if isinstance(value, Lit) and type(value.value) is int and 8 <= value.value < LARGE:
+    if _size(value):
         return Lit(LARGE)
     if isinstance(value, Seq) and value.items and all(isinstance(i, Lit) and type(i.value) is int for i in value.items):
-        items = tuple(Lit(LARGE) if isinstance(i, Lit) and 8 <= i.value < LARGE else i for i in value.items)
+        items = tuple(Lit(LARGE) if _size(i) else i for i in value.items)
         return Seq(value.kind, items) if items != value.items else None
     return None
+
+
+def _size(value: Expr) -> bool:
+    """An int placeholder large enough to be a width (not a count of heads, groups or layers)."""
+    return isinstance(value, Lit) and isinstance(value.value, int) and not isinstance(value.value, bool) \
+        and 8 <= value.value < LARGE
 
 
 def render(value: Expr) -> str:
