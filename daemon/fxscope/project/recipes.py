@@ -538,8 +538,10 @@ class RecipeIndex:
         """``ref(p=value, ...)`` with a placeholder for every parameter of ``owner``'s constructor:
         a workspace module class that fits a sub-network parameter, a small value its name or
         annotation calls for, else, for a parameter the constructor uses as a size
-        (``nn.Linear(k, k)``), a small int (:data:`~fxscope.project.policy.SEARCH_INTS`); a
-        second call with the second choice of each parameter that has one. Tracing seldom depends
+        (``nn.Linear(k, k)``), a small int (:data:`~fxscope.project.policy.SEARCH_INTS`), what
+        its name, annotation and use call for (:mod:`~fxscope.project.placeholders`); a second
+        call with the second choice of each parameter that has one, and a third with every size
+        larger (:func:`~fxscope.project.placeholders.enlarged`): at most three. Tracing seldom depends
         on sizes: the placeholders decide whether the class builds, and the build is as real as
         any other (a hypothesis: see :mod:`fxscope.job.hypothesis`)."""
         info = self._info(owner)
