@@ -169,7 +169,7 @@ def test_needs_args(tmp_path: Path) -> None:
         "m.py::Own": ("cfg", "size"),
         "m.py::Inherits": ("dim", "heads"),
         "m.py::Overrides": (),
-        "m.py::MyLinear": (INHERITED,),
+        "m.py::MyLinear": ("in_features", "out_features"),  # nn.Linear's
         "m.py::MySeq": (),
         "m.py::MyReLU": (),
         "m.py::HF": ("config",),
@@ -518,7 +518,8 @@ def test_forwarding_constructors_and_mixins_need_arguments(tmp_path: Path) -> No
             def forward(self, x): return x
     """})
     targets = by_id(run(tmp_path))
-    assert targets["m.py::Plain"].required_args == (INHERITED,)
+    # nn.Linear's own parameters, past a mixin without a constructor
+    assert targets["m.py::Plain"].required_args == ("in_features", "out_features")
     assert targets["m.py::Cooperative"].required_args == ("*args", "**kwargs")
     assert targets["m.py::Wrapper"].required_args == ("*args", "**kw")
     assert targets["m.py::KwOnly"].required_args == ("**options",)

@@ -51,6 +51,20 @@ _TORCH_NO_ARGS = _TORCH_NO_FORWARD | frozenset({
     "LogSigmoid", "Softmax", "LogSoftmax", "Softmin", "Softmax2d", "GLU", "Dropout", "Dropout1d",
     "Dropout2d", "Dropout3d", "AlphaDropout", "PReLU", "Tanhshrink", "Hardshrink", "Softshrink",
 })
+# The required parameters of torch.nn classes a workspace class may derive from without a
+# constructor of its own (``class GroupNorm32(nn.GroupNorm)``): read from source, since discovery
+# never imports torch; the signatures are torch's public, stable ones. Others stay INHERITED.
+_TORCH_REQUIRED: dict[str, tuple[str, ...]] = {
+    "Linear": ("in_features", "out_features"), "Bilinear": ("in1_features", "in2_features", "out_features"),
+    **{f"Conv{n}d": ("in_channels", "out_channels", "kernel_size") for n in (1, 2, 3)},
+    **{f"ConvTranspose{n}d": ("in_channels", "out_channels", "kernel_size") for n in (1, 2, 3)},
+    "Embedding": ("num_embeddings", "embedding_dim"), "EmbeddingBag": ("num_embeddings", "embedding_dim"),
+    "LayerNorm": ("normalized_shape",), "RMSNorm": ("normalized_shape",), "GroupNorm": ("num_groups", "num_channels"),
+    **{f"{norm}{n}d": ("num_features",) for norm in ("BatchNorm", "InstanceNorm") for n in (1, 2, 3)},
+    "MultiheadAttention": ("embed_dim", "num_heads"),
+    "TransformerEncoderLayer": ("d_model", "nhead"), "TransformerDecoderLayer": ("d_model", "nhead"),
+    "PixelShuffle": ("upscale_factor",), "PixelUnshuffle": ("downscale_factor",),
+}
 # Installed libraries whose public classes named like models are nn.Module subclasses with a
 # forward (a class deriving from one is a target like any other; the worker checks it is a module).
 _MODEL_LIBRARIES = frozenset({"transformers", "timm", "torchvision", "diffusers", "torchaudio", "open_clip",
@@ -416,7 +430,7 @@ class _Workspace:
                 is_module = True
                 has_forward |= base_name not in _TORCH_NO_FORWARD
                 if init is None:
-                    init = () if base_name in _TORCH_NO_ARGS else (INHERITED,)
+                    init = () if base_name in _TORCH_NO_ARGS else _TORCH_REQUIRED.get(base_name, (INHERITED,))
             elif kind == "hf":
                 is_module = True
                 has_forward |= not base_name.endswith("PreTrainedModel")  # a model class has its own

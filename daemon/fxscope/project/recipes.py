@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Any, Iterable
 
 from fxscope.model.recipe import Call, DictExpr, Expr, Lit, Recipe, Ref, RefExpr, Seq, Setattrs, render_python
 
-from . import policy
+from . import placeholders, policy
 from ._summary import ClassInfo, Summary, is_example_text
 from .files import split_rooted
 from .notebooks import is_notebook
@@ -134,7 +134,8 @@ def _file_interface(summary: Summary) -> str:
     classes = {name: (c.bases, sorted(c.members), sorted(c.abstract), c.init_required, sorted(c.annotations.items()),
                       c.config_class, sorted(k for k, v in c.defaults.items() if v and policy.weights_off(k)),
                       c.fields_init, c.kwargs_reads, c.int_params,  # other defaults: values for names
-                      c.uses.attributes, c.uses.none_defaults, c.uses.asserted)  # what other classes read of it
+                      c.uses.attributes, c.uses.none_defaults, c.uses.asserted,  # what other classes read of it
+                      sorted(c.param_uses.items()))
                for name, c in sorted(summary.classes.items())}
     bindings = sorted((name, binding[:2] if binding[0] == "def" else binding)  # a function's line: not read
                       for name, binding in summary.bindings.items() if binding[0] != "other")
@@ -829,8 +830,10 @@ class RecipeIndex:
         """``ref(p=value, ...)`` with a placeholder for every parameter of ``owner``'s constructor:
         a workspace module class that fits a sub-network parameter, a small value its name or
         annotation calls for, else, for a parameter the constructor uses as a size
-        (``nn.Linear(k, k)``), a small int (:data:`~fxscope.project.policy.SEARCH_INTS`); a
-        second call with the second choice of each parameter that has one. Tracing seldom depends
+        (``nn.Linear(k, k)``), a small int (:data:`~fxscope.project.policy.SEARCH_INTS`), what
+        its name, annotation and use call for (:mod:`~fxscope.project.placeholders`); a second
+        call with the second choice of each parameter that has one, and a third with every size
+        larger (:func:`~fxscope.project.placeholders.enlarged`): at most three. Tracing seldom depends
         on sizes: the placeholders decide whether the class builds, and the build is as real as
         any other (a hypothesis: see :mod:`fxscope.job.hypothesis`)."""
         info = self._info(owner)
@@ -842,6 +845,11 @@ class RecipeIndex:
             call = Call(ref, kwargs=tuple((p, c[min(pick, len(c) - 1)]) for p, c in zip(params, choices)))
             if call not in calls:
                 calls.append(call)
+        # the third: every size at its larger value (a `GroupNorm(32, channels)`), tried only
+        # when the small ones did not build (the builder keeps the first small build)
+        large = Call(ref, kwargs=tuple((p, placeholders.enlarged(p, c[0]) or c[0]) for p, c in zip(params, choices)))
+        if large not in calls:
+            calls.append(large)
         return calls
 
     def _placeholders(self, owner: _ClassKey, param: str, annotation: str | None, depth: int) -> list[Expr]:
@@ -850,15 +858,24 @@ class RecipeIndex:
         configs = self._config_values(owner, param, annotation, depth) if annotation or not networks else []
         if configs:  # a configuration object (a sub-network named like the parameter comes first)
             return configs
-        value = _placeholder(param, annotation)
+        use = self._info(owner).param_uses.get(param, "")
+        called_for = placeholders.small(param, annotation, use)  # shapes, flags, indices, floats...
+        value = called_for[0] if called_for else _placeholder(param, annotation)
+        if networks and called_for and not isinstance(called_for[0], Call):
+            return [*called_for[:1], *networks]  # `scale`: a float before a class named `Scale`
         if networks:
             return networks + ([value] if isinstance(value, Call) else [])
+        if called_for:
+            return list(called_for)
         if value is None:  # the small search, for an int the class itself says it is
             ints = annotation == "int" or (not annotation and param in self._info(owner).int_params)
-            return [Lit(v) for v in policy.SEARCH_INTS] if ints and policy.searchable(param) else []
+            if ints and policy.searchable(param):
+                return [placeholders.as_sequence(Lit(v), use) for v in policy.SEARCH_INTS]
+            # else a value the workspace passes for that name (`Scale(value, fn)`: fn invented)
+            return [word for word, _, _ in self._read("words", param)]
         if isinstance(value, Lit) and _PAIR_NAME.search(param.lower()):
             return [value, Seq("tuple", (value, value))]  # `H, W = self.input_resolution`
-        return [value]
+        return [placeholders.as_sequence(value, use)]
 
     def _networks(self, owner: _ClassKey, param: str, annotation: str | None, depth: int) -> list[Expr]:
         """Already-built sub-networks to pass for ``param``: the workspace module class its
