@@ -98,6 +98,32 @@ def run_check(root: Path, *args: str, marker: str | None = None, timeout: float 
     return CheckRun(proc)
 
 
+_PLAIN_FX = """
+import json, sys
+import torch.fx
+from fxscope.job.construct import rebuild
+root, build = sys.argv[1], json.loads(sys.argv[2])
+sys.path.insert(0, root)
+model = rebuild(build, root)
+try:
+    torch.fx.symbolic_trace(model)
+except Exception as e:
+    print(json.dumps({"failed": True, "error": f"{type(e).__name__}: {e}"}))
+else:
+    print(json.dumps({"failed": False}))
+"""
+
+
+def plain_fx_of(root: Path, build: dict[str, Any]) -> dict[str, Any]:
+    """Plain ``torch.fx.symbolic_trace`` of a report's ``build`` rebuilt in a fresh process (the
+    workspace ``root`` first on its path): ``{"failed": False}``, or ``{"failed": True, "error": ...}``."""
+    proc = subprocess.run([sys.executable, "-c", _PLAIN_FX, str(root), json.dumps(build)], cwd=root, env=cli_env(),
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    result: dict[str, Any] = json.loads(proc.stdout)
+    return result
+
+
 def start_check(root: Path, *args: str, marker: str | None = None) -> subprocess.Popen[str]:
     return subprocess.Popen(check_command(*args), cwd=root, env=cli_env(marker), text=True,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)

@@ -8,15 +8,12 @@ with what was tried, never an error at the user's line."""
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from engine_support import CheckRun, cli_env, locate, run_check, write_tree
+from engine_support import CheckRun, locate, plain_fx_of, run_check, write_tree
 
 pytestmark = pytest.mark.requires_torch
 
@@ -216,28 +213,7 @@ WORKSPACE = {
 }
 
 
-_PLAIN_FX = """
-import json, sys
-import torch.fx
-from fxscope.job.construct import rebuild
-root, build = sys.argv[1], json.loads(sys.argv[2])
-sys.path.insert(0, root)
-model = rebuild(build, root)
-try:
-    torch.fx.symbolic_trace(model)
-except Exception as e:
-    print(json.dumps({"failed": True, "error": f"{type(e).__name__}: {e}"}))
-else:
-    print(json.dumps({"failed": False}))
-"""
 
-
-def _plain_fx(root: Path, build: dict[str, Any]) -> dict[str, Any]:
-    proc = subprocess.run([sys.executable, "-c", _PLAIN_FX, str(root), json.dumps(build)], cwd=root, env=cli_env(),
-                          capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 0, proc.stderr
-    result: dict[str, Any] = json.loads(proc.stdout)
-    return result
 
 
 @pytest.fixture(scope="module")
@@ -264,7 +240,7 @@ def test_an_unannotated_config_is_the_workspace_class_with_the_attributes_it_rea
     assert build["kind"] == "placeholder"
     assert build["text"] == "SelfAttention(config=GPTConfig(n_head=2, n_embd=16))"
     assert not run.findings("pkg/model.py::SelfAttention")
-    assert _plain_fx(root, build) == {"failed": False}
+    assert plain_fx_of(root, build) == {"failed": False}
     router = _traced(run, "pkg/model.py::Router")  # `cfg.dim`, `cfg.hidden`: only MoEConfig has both;
     assert router["kind"] == "placeholder"  # its `dim`: the value the workspace passes for that name
     assert router["text"] == "Router(cfg=MoEConfig(dim=8))"
@@ -282,7 +258,7 @@ def test_kwargs_passed_on_get_what_the_callee_requires(checked: tuple[Path, Chec
     grouped = _traced(run, "pkg/quant.py::GroupedResidual")  # the repository's values for those names
     assert grouped["kind"] == "vocabulary"
     assert grouped["text"] == "GroupedResidual(dim=8, levels=[4, 4], num_quantizers=2)"
-    assert _plain_fx(root, grouped) == {"failed": False}
+    assert plain_fx_of(root, grouped) == {"failed": False}
     layers = _traced(run, "pkg/quant.py::Layers")  # `depth` defaults to None, and is asserted given
     assert layers["kind"] == "placeholder" and layers["text"].startswith("Layers(dim=") and "depth=2" in layers["text"]
     prefix = _traced(run, "pkg/quant.py::PrefixLayers")  # the same, through `super().__init__(**kwargs)`

@@ -7,15 +7,13 @@ name rebound at module level is not a target; a class deriving from a library mo
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from engine_support import CheckRun, cli_env, locate, run_check, write_tree
+from engine_support import CheckRun, cli_env, locate, plain_fx_of, run_check, write_tree
 
 pytestmark = pytest.mark.requires_torch
 
@@ -170,28 +168,7 @@ LIBRARY = {
     """,
 }
 
-_PLAIN_FX = """
-import json, sys
-import torch.fx
-from fxscope.job.construct import rebuild
-root, build = sys.argv[1], json.loads(sys.argv[2])
-sys.path.insert(0, root)
-model = rebuild(build, root)
-try:
-    torch.fx.symbolic_trace(model)
-except Exception as e:
-    print(json.dumps({"failed": True, "error": f"{type(e).__name__}: {e}"}))
-else:
-    print(json.dumps({"failed": False}))
-"""
 
-
-def _plain_fx(root: Path, build: dict[str, Any]) -> dict[str, Any]:
-    proc = subprocess.run([sys.executable, "-c", _PLAIN_FX, str(root), json.dumps(build)], cwd=root, env=cli_env(),
-                          capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 0, proc.stderr
-    result: dict[str, Any] = json.loads(proc.stdout)
-    return result
 
 
 @pytest.fixture(scope="module")
@@ -269,7 +246,7 @@ def test_a_rejected_guess_gives_way_to_the_next_candidate(models: tuple[Path, Ch
     assert not run.findings("pkg/blocks.py::Attention")
     divisible, _ = locate(root, "pkg/blocks.py", "MARK divisible")
     assert not [f for f in run.report["findings"] if f["line"] == divisible]
-    assert _plain_fx(root, attention["build"]) == {"failed": False}
+    assert plain_fx_of(root, attention["build"]) == {"failed": False}
 
 
 def test_a_real_fx_error_of_an_invented_build_stays_and_says_so(models: tuple[Path, CheckRun]) -> None:
@@ -280,7 +257,7 @@ def test_a_real_fx_error_of_an_invented_build_stays_and_says_so(models: tuple[Pa
     assert "fxscope built `Branchy` with invented values: width=16; no call site found" in errors[0]["message"]
     branchy = run.targets["pkg/blocks.py::Branchy"]
     assert branchy["build"]["kind"] == "placeholder"
-    assert _plain_fx(root, branchy["build"])["failed"]  # plain fx fails on that build too
+    assert plain_fx_of(root, branchy["build"])["failed"]  # plain fx fails on that build too
     assert run.rc == 1
 
 

@@ -7,35 +7,18 @@ was tried, never an error at the user's line."""
 
 from __future__ import annotations
 
-import json
 import shutil
-import subprocess
-import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from engine_support import CheckRun, cli_env, locate, run_check
+from engine_support import CheckRun, locate, plain_fx_of, run_check
 
 pytestmark = pytest.mark.requires_torch
 
 MODELS = Path(__file__).resolve().parent.parent / "models"
 FILE = "placeholder_values.py"
 
-_PLAIN_FX = """
-import json, sys
-import torch.fx
-from fxscope.job.construct import rebuild
-root, build = sys.argv[1], json.loads(sys.argv[2])
-sys.path.insert(0, root)
-try:
-    torch.fx.symbolic_trace(rebuild(build, root))
-except Exception as e:
-    print(json.dumps({"failed": True, "error": f"{type(e).__name__}: {e}"}))
-else:
-    print(json.dumps({"failed": False}))
-"""
 
 
 @pytest.fixture(scope="module")
@@ -67,7 +50,7 @@ def test_a_class_builds_from_the_values_its_parameters_call_for(checked: tuple[P
     assert target["status"] == "traced", (target, run.findings(f"{FILE}::{name}"))
     assert (target["build"]["kind"], target["build"]["text"]) == ("placeholder", text)
     assert not run.findings(f"{FILE}::{name}")
-    assert _plain_fx(root, target["build"]) == {"failed": False}  # plain fx traces that build too
+    assert plain_fx_of(root, target["build"]) == {"failed": False}  # plain fx traces that build too
 
 
 def test_when_no_invented_size_builds_the_class_says_what_was_tried(checked: tuple[Path, CheckRun]) -> None:
@@ -108,10 +91,3 @@ def test_no_error_and_a_clean_exit(checked: tuple[Path, CheckRun]) -> None:
     assert not run.findings(code="FXS401")
     assert run.rc == 0
 
-
-def _plain_fx(root: Path, build: dict[str, Any]) -> dict[str, Any]:
-    proc = subprocess.run([sys.executable, "-c", _PLAIN_FX, str(root), json.dumps(build)], cwd=root, env=cli_env(),
-                          capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 0, proc.stderr
-    result: dict[str, Any] = json.loads(proc.stdout)
-    return result
