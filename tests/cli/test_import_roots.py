@@ -244,3 +244,41 @@ def test_the_same_names_at_the_top_level_keep_their_own_builds(checked: tuple[Pa
     assert not run.findings("mixtral-moe/model.py::Gate", "FXS405")
     (gate,) = run.findings("model.py::Gate", "FXS405")
     assert gate["file"] == "model.py"
+
+
+SCRIPTS = {
+    "pyproject.toml": "[tool.fxscope]\n",
+    # a directory of scripts (no __init__.py): `python translate/main.py` finds `src` beside main.py
+    "translate/src/model.py": """
+        from torch import nn
+
+
+        class Translator(nn.Module):
+            def __init__(self, vocab_table):  # nothing fxscope invents fits a table
+                super().__init__()
+                self.embed = nn.Embedding(len(vocab_table), 4)
+
+            def forward(self, tokens):
+                return self.embed(tokens)
+        """,
+    "translate/main.py": """
+        from src.model import Translator
+
+        model = Translator({"a": 0, "b": 1, "c": 2})
+        """,
+}
+
+
+@pytest.fixture(scope="module")
+def scripts(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, CheckRun]:
+    root = tmp_path_factory.mktemp("script-dirs")
+    write_tree(root, SCRIPTS)
+    return root, run_check(root, timeout=300)
+
+
+def test_a_script_finds_the_modules_of_its_own_directory(scripts: tuple[Path, CheckRun]) -> None:
+    root, run = scripts
+    target = run.targets["translate/src/model.py::Translator"]
+    assert target["status"] == "traced", run.findings(target["id"])
+    assert target["build"]["kind"] == "call-site" and target["build"]["file"] == "translate/main.py", target["build"]
+    assert target["build"]["text"].startswith("Translator({"), target["build"]

@@ -324,19 +324,29 @@ class _Workspace:
         root = self.root_of.get(origin) if origin is not None else None
         if root is not None and module.partition(".")[0] in self.root_tops[root]:
             return self.modules.get(rooted_name(root, module))
-        return self.modules.get(module)
+        found = self.modules.get(module)
+        if found is None and origin is not None and "/" in origin and origin.endswith(".py"):
+            # a script in a directory of scripts (no ``__init__.py``) imports its own directory's
+            # modules by bare name (``from src.model import Net``), as ``python dir/main.py`` runs it;
+            # the python path's modules come first, as in the worker (job/target.py)
+            directory = origin.rpartition("/")[0]
+            if directory + "/__init__.py" not in self.summaries:
+                return self._in_directory(directory, module)
+        return found
+
+    def _in_directory(self, directory: str, module: str) -> str | None:
+        base = (directory + "/" if directory else "") + module.replace(".", "/")
+        for candidate in (base + ".py", base + "/__init__.py"):
+            if candidate in self.summaries:
+                return candidate
+        return None
 
     def near(self, origin: str | None, module: str) -> str | None:
         """The file a notebook's ``import module`` finds in the notebook's own directory (Jupyter
         runs a notebook with its directory first on ``sys.path``); None for a ``.py`` origin."""
         if origin is None or not is_notebook(origin):
             return None
-        directory = origin.rpartition("/")[0]
-        base = (directory + "/" if directory else "") + module.replace(".", "/")
-        for candidate in (base + ".py", base + "/__init__.py"):
-            if candidate in self.summaries:
-                return candidate
-        return None
+        return self._in_directory(origin.rpartition("/")[0], module)
 
     def dotted(self, name: str, seen: set[tuple[str, ...]], origin: str | None = None) -> Ref | None:
         """Resolve an absolute dotted name (``pkg.layers.Block``, ``torch.nn.Module``), imported
