@@ -47,7 +47,7 @@ WORKSPACE = {
         class NeedsDim(nn.Module):
             def __init__(self, knob):  # names that say nothing: fxscope cannot guess a value
                 super().__init__()
-                self.fc = nn.Linear(knob.width, knob.height)  # an object no workspace class describes
+                self.fc = nn.Linear(*knob)  # a pair: no int is guessed for it
 
             def forward(self, x):
                 return self.fc(x)

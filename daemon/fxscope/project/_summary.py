@@ -32,7 +32,7 @@ __all__ = ["SUMMARY_FORMAT", "ClassInfo", "Summary", "cache_stats", "clear_cache
            "summary_of_bytes", "summary_of_file", "summary_of_text"]
 
 #: Version of :meth:`Summary.to_json`; persisted summaries of another version are not used.
-SUMMARY_FORMAT = 14  # 13 was two formats on two branches (class uses; call-site holes)
+SUMMARY_FORMAT = 15  # 13 was two formats on two branches; 15: a splat is no iteration
 
 #: Markdown files longer than this are not read for examples.
 MAX_MARKDOWN_CHARS = 1 << 20
@@ -401,8 +401,8 @@ def _param_uses(func: ast.FunctionDef | ast.AsyncFunctionDef, params: frozenset[
             sizes[name] = max(sizes[name], parent.slice.value + 1)
         elif isinstance(parent, (ast.For, ast.AsyncFor, ast.comprehension)) and parent.iter is node:
             kind = "iter"
-        elif isinstance(parent, ast.Starred) or (isinstance(parent, ast.Call) and node in parent.args
-                                                 and isinstance(parent.func, ast.Name) and parent.func.id in _ITERATING):
+        elif isinstance(parent, ast.Call) and node in parent.args and isinstance(parent.func, ast.Name) \
+                and parent.func.id in _ITERATING:  # `tuple(shifts)`; a splat (`nn.Linear(*pair)`) says no length
             kind = "iter"
         kinds.setdefault(name, set()).add(kind)
     uses: dict[str, str] = {}
