@@ -32,7 +32,7 @@ __all__ = ["SUMMARY_FORMAT", "ClassInfo", "Summary", "cache_stats", "clear_cache
            "summary_of_bytes", "summary_of_file", "summary_of_text"]
 
 #: Version of :meth:`Summary.to_json`; persisted summaries of another version are not used.
-SUMMARY_FORMAT = 15  # 13 was two formats on two branches; 15: a splat is no iteration
+SUMMARY_FORMAT = 16  # 16: the parameters' kinds are part of InitUses
 
 #: Markdown files longer than this are not read for examples.
 MAX_MARKDOWN_CHARS = 1 << 20
@@ -75,10 +75,11 @@ class ClassInfo:
     #: What the constructor does with its arguments (attributes it reads off them, ``**kwargs`` it
     #: passes on, values it asserts; see :mod:`fxscope.project._uses`).
     uses: InitUses = InitUses()
-    #: How the ``__init__`` body uses a required parameter, where that says what it holds:
-    #: ``"flag"`` (only tested for truth), ``"iter"`` (iterated), ``"unpack:N"`` (unpacked into N
-    #: names), ``"index:N"`` (subscripted with constants up to N - 1). See :func:`_param_uses`.
-    param_uses: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def param_uses(self) -> dict[str, str]:
+        """How the ``__init__`` body uses each required parameter (:attr:`InitUses.kinds`)."""
+        return dict(self.uses.kinds)
 
 
 @dataclass(frozen=True)
@@ -114,7 +115,7 @@ class Summary:
                             None if c.init_required is None else list(c.init_required),
                             c.annotations, c.config_class, c.defaults, c.fields_init,
                             None if c.kwargs_reads is None else list(c.kwargs_reads), list(c.int_params),
-                            c.uses.to_json(), c.param_uses]
+                            c.uses.to_json()]
                         for k, c in self.classes.items()},
             "imports": [[lvl, mod, None if names is None else list(names)] for lvl, mod, names in self.imports],
             "error": None if self.error is None else list(self.error),
@@ -132,9 +133,9 @@ class Summary:
                             None if init is None else tuple(init), dict(annotations),
                             None if config_class is None else str(config_class), dict(defaults), bool(fields_init),
                             None if reads is None else tuple(str(r) for r in reads), tuple(str(p) for p in ints),
-                            InitUses.from_json(uses), {str(k): str(v) for k, v in param_uses.items()})
+                            InitUses.from_json(uses))
             for name, (line, bases, members, abstract, init, annotations, config_class, defaults, fields_init, reads,
-                       ints, uses, param_uses) in data["classes"].items()
+                       ints, uses) in data["classes"].items()
         }
         return cls(
             {k: tuple(v) for k, v in data["bindings"].items()},
@@ -248,7 +249,6 @@ def _class_info(node: ast.ClassDef) -> ClassInfo:
     reads: tuple[str, ...] | None = None
     ints: tuple[str, ...] = ()
     init_node: ast.FunctionDef | ast.AsyncFunctionDef | None = None
-    uses: dict[str, str] = {}
     for stmt in _class_body(node.body):
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
             members[stmt.name] = stmt.lineno
@@ -262,7 +262,6 @@ def _class_info(node: ast.ClassDef) -> ClassInfo:
                 if init and init[-1].startswith("**"):
                     reads = _kwargs_reads(stmt, init[-1][2:], defaults)
                 ints = _int_params(stmt, frozenset(init))
-                uses = _param_uses(stmt, frozenset(init))
                 for arg in [*stmt.args.posonlyargs, *stmt.args.args, *stmt.args.kwonlyargs]:
                     found = _annotation(arg.annotation)
                     if found:
@@ -298,8 +297,9 @@ def _class_info(node: ast.ClassDef) -> ClassInfo:
     if fields_init:
         init = tuple(fields)
     data_like = fields_init or not bases or any(is_config_name((b or "").rsplit(".", 1)[-1]) for b in (node.name, *bases))
+    uses = init_uses(node, init_node, data_like=data_like, required=init if init_node and init else ())
     return ClassInfo(node.name, node.lineno, bases, members, frozenset(abstract), init, annotations, config_class,
-                     defaults, fields_init, reads, ints, init_uses(node, init_node, data_like=data_like), uses)
+                     defaults, fields_init, reads, ints, uses)
 
 
 #: Callables whose arguments are sizes: torch.nn layers and tensor factories, ``range``.
@@ -335,87 +335,6 @@ def _int_params(func: ast.FunctionDef | ast.AsyncFunctionDef, params: frozenset[
                     if isinstance(side, ast.Name) and side.id in params:
                         found.append(side.id)
     return tuple(dict.fromkeys(found))
-
-
-#: Builtins whose argument is iterated.
-_ITERATING = frozenset({"tuple", "list", "set", "len", "zip", "enumerate", "sorted", "reversed", "sum", "max", "min",
-                        "map", "filter", "any", "all", "iter"})
-
-
-def _param_uses(func: ast.FunctionDef | ast.AsyncFunctionDef, params: frozenset[str]) -> dict[str, str]:
-    """How an ``__init__`` body uses each of ``params`` (see :attr:`ClassInfo.param_uses`), read
-    through ``self.x = param`` too. A parameter passed on under its own name (``Block(flag=flag)``)
-    or stored on ``self`` says nothing by itself; a flag is tested for truth and used no other way."""
-    if not params:
-        return {}
-    owner = func.args.args[0].arg if func.args.args else "self"
-    parents: dict[int, ast.AST] = {}
-    aliases: dict[str, str] = {}  # self.attr -> param
-    for node in ast.walk(func):
-        for child in ast.iter_child_nodes(node):
-            parents[id(child)] = node
-        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Name) and node.value.id in params:
-            for target in node.targets:
-                if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) \
-                        and target.value.id == owner:
-                    aliases.setdefault(target.attr, node.value.id)
-
-    def param_of(node: ast.AST) -> str | None:
-        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id in params:
-            return node.id
-        if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load) and isinstance(node.value, ast.Name) \
-                and node.value.id == owner:
-            return aliases.get(node.attr)
-        return None
-
-    def tested(node: ast.AST) -> bool:  # the value only decides a branch (through `not`, `and`, `or`)
-        parent = parents.get(id(node))
-        while isinstance(parent, ast.BoolOp) or (isinstance(parent, ast.UnaryOp) and isinstance(parent.op, ast.Not)):
-            node, parent = parent, parents.get(id(parent))
-        return isinstance(parent, (ast.If, ast.While, ast.IfExp, ast.Assert)) and node is parent.test
-
-    kinds: dict[str, set[str]] = {}
-    sizes: dict[str, int] = {}
-    for node in ast.walk(func):
-        name = param_of(node)
-        if name is None:
-            continue
-        parent = parents.get(id(node))
-        kind = "other"
-        if tested(node):
-            kind = "flag"
-        elif isinstance(parent, ast.Assign) and parent.value is node:
-            targets = parent.targets
-            if len(targets) == 1 and isinstance(targets[0], (ast.Tuple, ast.List)) \
-                    and all(isinstance(e, (ast.Name, ast.Attribute)) for e in targets[0].elts):
-                kind = "unpack"
-                sizes[name] = max(sizes.get(name, 0), len(targets[0].elts))
-            elif all(isinstance(t, ast.Attribute) for t in targets):
-                kind = "stored"
-        elif isinstance(parent, ast.keyword) and parent.arg == name:
-            kind = "stored"
-        elif isinstance(parent, ast.Subscript) and parent.value is node and isinstance(parent.slice, ast.Constant) \
-                and type(parent.slice.value) is int and parent.slice.value >= 0:
-            kind = "index"
-            sizes.setdefault(name, 0)
-            sizes[name] = max(sizes[name], parent.slice.value + 1)
-        elif isinstance(parent, (ast.For, ast.AsyncFor, ast.comprehension)) and parent.iter is node:
-            kind = "iter"
-        elif isinstance(parent, ast.Call) and node in parent.args and isinstance(parent.func, ast.Name) \
-                and parent.func.id in _ITERATING:  # `tuple(shifts)`; a splat (`nn.Linear(*pair)`) says no length
-            kind = "iter"
-        kinds.setdefault(name, set()).add(kind)
-    uses: dict[str, str] = {}
-    for name, found in kinds.items():
-        if "unpack" in found:
-            uses[name] = f"unpack:{sizes[name]}"
-        elif "index" in found:
-            uses[name] = f"index:{sizes[name]}"
-        elif "iter" in found:
-            uses[name] = "iter"
-        elif "flag" in found and found <= {"flag", "stored"}:
-            uses[name] = "flag"
-    return uses
 
 
 def _kwargs_reads(func: ast.FunctionDef | ast.AsyncFunctionDef, kwargs: str,

@@ -60,6 +60,14 @@ class InitUses:
     pinned: tuple[tuple[str, Literal], ...] = ()
     #: Parameters defaulting to ``None`` an assertion requires to be given.
     asserted: tuple[str, ...] = ()
+    #: Required parameter -> how the body uses it, where that says what it holds: ``"flag"`` (only
+    #: tested for truth), ``"iter"`` (iterated), ``"unpack:N"`` (unpacked into N names),
+    #: ``"index:N"`` (subscripted with constants up to N - 1); sorted by parameter.
+    kinds: tuple[tuple[str, str], ...] = ()
+
+    def kind_of(self, param: str) -> str:
+        """How the body uses ``param`` (:attr:`kinds`; empty when it says nothing)."""
+        return next((kind for name, kind in self.kinds if name == param), "")
 
     def reads_of(self, param: str) -> tuple[str, ...]:
         """The attributes the class reads off ``param`` (empty: none, or not a parameter)."""
@@ -80,6 +88,8 @@ class InitUses:
             out["pinned"] = [[name, value] for name, value in self.pinned]
         if self.asserted:
             out["asserted"] = list(self.asserted)
+        if self.kinds:
+            out["kinds"] = [[name, kind] for name, kind in self.kinds]
         return out
 
     @classmethod
@@ -92,7 +102,8 @@ class InitUses:
                    tuple(str(a) for a in data.get("attrs", ())),
                    tuple((str(c), tuple(str(k) for k in kws), int(n)) for c, kws, n in data.get("passes", ())),
                    tuple((str(name), value) for name, value in data.get("pinned", ())),
-                   tuple(str(n) for n in data.get("asserted", ())))
+                   tuple(str(n) for n in data.get("asserted", ())),
+                   tuple((str(name), str(kind)) for name, kind in data.get("kinds", ())))
 
 
 _EMPTY = InitUses()
@@ -120,9 +131,10 @@ def _methods(cls: ast.ClassDef) -> list[ast.FunctionDef | ast.AsyncFunctionDef]:
     return [s for s in ast.walk(cls) if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))]
 
 
-def init_uses(cls: ast.ClassDef, init: ast.FunctionDef | ast.AsyncFunctionDef | None, *, data_like: bool) -> InitUses:
-    """The :class:`InitUses` of class ``cls`` whose ``__init__`` is ``init`` (None: it has none);
-    ``data_like``: whether to record the attributes its instances have."""
+def init_uses(cls: ast.ClassDef, init: ast.FunctionDef | ast.AsyncFunctionDef | None, *, data_like: bool,
+              required: tuple[str, ...] = ()) -> InitUses:
+    """The :class:`InitUses` of class ``cls`` whose ``__init__`` is ``init`` (None: it has none)
+    and requires ``required``; ``data_like``: whether to record the attributes its instances have."""
     attributes = _attributes(cls) if data_like else ()
     none_defaults = [target.id for target in _fields_defaulting_to_none(cls)]
     if init is None:
@@ -136,7 +148,8 @@ def init_uses(cls: ast.ClassDef, init: ast.FunctionDef | ast.AsyncFunctionDef | 
     kwargs = args.kwarg.arg if args.kwarg else None
     return InitUses(tuple(dict.fromkeys(none_defaults)), _reads(cls, init, params), attributes,
                     _passes(init, kwargs) if kwargs else (), _pinned(init, kwargs),
-                    _asserted(init, frozenset(none_defaults) & frozenset(params)))
+                    _asserted(init, frozenset(none_defaults) & frozenset(params)),
+                    tuple(sorted(_kinds(init, frozenset(required)).items())))
 
 
 def _fields_defaulting_to_none(cls: ast.ClassDef) -> list[ast.Name]:
@@ -291,3 +304,84 @@ def _asserted(init: ast.FunctionDef | ast.AsyncFunctionDef, optional: frozenset[
         if isinstance(subject, ast.Name) and subject.id in optional:
             out.append(subject.id)
     return tuple(dict.fromkeys(out))
+
+
+#: Builtins whose argument is iterated.
+_ITERATING = frozenset({"tuple", "list", "set", "len", "zip", "enumerate", "sorted", "reversed", "sum", "max", "min",
+                        "map", "filter", "any", "all", "iter"})
+
+
+def _kinds(func: ast.FunctionDef | ast.AsyncFunctionDef, params: frozenset[str]) -> dict[str, str]:
+    """How an ``__init__`` body uses each of ``params`` (see :attr:`InitUses.kinds`), read
+    through ``self.x = param`` too. A parameter passed on under its own name (``Block(flag=flag)``)
+    or stored on ``self`` says nothing by itself; a flag is tested for truth and used no other way."""
+    if not params:
+        return {}
+    owner = func.args.args[0].arg if func.args.args else "self"
+    parents: dict[int, ast.AST] = {}
+    aliases: dict[str, str] = {}  # self.attr -> param
+    for node in ast.walk(func):
+        for child in ast.iter_child_nodes(node):
+            parents[id(child)] = node
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Name) and node.value.id in params:
+            for target in node.targets:
+                if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) \
+                        and target.value.id == owner:
+                    aliases.setdefault(target.attr, node.value.id)
+
+    def param_of(node: ast.AST) -> str | None:
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id in params:
+            return node.id
+        if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load) and isinstance(node.value, ast.Name) \
+                and node.value.id == owner:
+            return aliases.get(node.attr)
+        return None
+
+    def tested(node: ast.AST) -> bool:  # the value only decides a branch (through `not`, `and`, `or`)
+        parent = parents.get(id(node))
+        while isinstance(parent, ast.BoolOp) or (isinstance(parent, ast.UnaryOp) and isinstance(parent.op, ast.Not)):
+            node, parent = parent, parents.get(id(parent))
+        return isinstance(parent, (ast.If, ast.While, ast.IfExp, ast.Assert)) and node is parent.test
+
+    kinds: dict[str, set[str]] = {}
+    sizes: dict[str, int] = {}
+    for node in ast.walk(func):
+        name = param_of(node)
+        if name is None:
+            continue
+        parent = parents.get(id(node))
+        kind = "other"
+        if tested(node):
+            kind = "flag"
+        elif isinstance(parent, ast.Assign) and parent.value is node:
+            targets = parent.targets
+            if len(targets) == 1 and isinstance(targets[0], (ast.Tuple, ast.List)) \
+                    and all(isinstance(e, (ast.Name, ast.Attribute)) for e in targets[0].elts):
+                kind = "unpack"
+                sizes[name] = max(sizes.get(name, 0), len(targets[0].elts))
+            elif all(isinstance(t, ast.Attribute) for t in targets):
+                kind = "stored"
+        elif isinstance(parent, ast.keyword) and parent.arg == name:
+            kind = "stored"
+        elif isinstance(parent, ast.Subscript) and parent.value is node and isinstance(parent.slice, ast.Constant) \
+                and type(parent.slice.value) is int and parent.slice.value >= 0:
+            kind = "index"
+            sizes.setdefault(name, 0)
+            sizes[name] = max(sizes[name], parent.slice.value + 1)
+        elif isinstance(parent, (ast.For, ast.AsyncFor, ast.comprehension)) and parent.iter is node:
+            kind = "iter"
+        elif isinstance(parent, ast.Call) and node in parent.args and isinstance(parent.func, ast.Name) \
+                and parent.func.id in _ITERATING:  # `tuple(shifts)`; a splat (`nn.Linear(*pair)`) says no length
+            kind = "iter"
+        kinds.setdefault(name, set()).add(kind)
+    uses: dict[str, str] = {}
+    for name, found in kinds.items():
+        if "unpack" in found:
+            uses[name] = f"unpack:{sizes[name]}"
+        elif "index" in found:
+            uses[name] = f"index:{sizes[name]}"
+        elif "iter" in found:
+            uses[name] = "iter"
+        elif "flag" in found and found <= {"flag", "stored"}:
+            uses[name] = "flag"
+    return uses

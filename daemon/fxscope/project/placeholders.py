@@ -83,7 +83,7 @@ def _items(use: str) -> int | None:
 @functools.lru_cache(maxsize=4096)
 def small(name: str, annotation: str | None, use: str) -> tuple[Expr, ...]:
     """The values a parameter ``name`` (annotated ``annotation``, used by ``__init__`` as ``use``:
-    see :attr:`fxscope.project._summary.ClassInfo.param_uses`) calls for, in the order tried;
+    see :attr:`fxscope.project._uses.InitUses.kinds`) calls for, in the order tried;
     empty when none of these rules applies."""
     lowered = name.lower()
     if lowered == "normalized_shape":  # a LayerNorm's: its width

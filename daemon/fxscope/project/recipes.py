@@ -135,7 +135,7 @@ def _file_interface(summary: Summary) -> str:
                       c.config_class, sorted(k for k, v in c.defaults.items() if v and policy.weights_off(k)),
                       c.fields_init, c.kwargs_reads, c.int_params,  # other defaults: values for names
                       c.uses.attributes, c.uses.none_defaults, c.uses.asserted,  # what other classes read of it
-                      sorted(c.param_uses.items()))
+                      c.uses.kinds)
                for name, c in sorted(summary.classes.items())}
     bindings = sorted((name, binding[:2] if binding[0] == "def" else binding)  # a function's line: not read
                       for name, binding in summary.bindings.items() if binding[0] != "other")
@@ -858,7 +858,7 @@ class RecipeIndex:
         configs = self._config_values(owner, param, annotation, depth) if annotation or not networks else []
         if configs:  # a configuration object (a sub-network named like the parameter comes first)
             return configs
-        use = self._info(owner).param_uses.get(param, "")
+        use = self._info(owner).uses.kind_of(param)
         called_for = placeholders.small(param, annotation, use)  # shapes, flags, indices, floats...
         value = called_for[0] if called_for else _placeholder(param, annotation)
         if networks and called_for and not isinstance(called_for[0], Call):
